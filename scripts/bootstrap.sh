@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs everything kernel-harness needs to build and test on a Debian 12 machine.
+# Idempotent: a second run changes nothing and takes seconds.
+#   - Debian packages: compilers' companions and header/static libraries we link.
+#   - PyPI: the DLPack >= 1.1 and TVM-FFI headers (from the apache-tvm-ffi wheel), unpacked into
+#     .deps/ inside the checkout, so no Python environment is modified.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+deps="$root/.deps"
+TVM_FFI_VERSION="0.1.15.post2"
+
+apt_packages=(
+  build-essential cmake ninja-build pkg-config python3 python3-pip unzip
+  nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libfmt-dev libsqlite3-dev
+  libgtest-dev libgmock-dev clang-format
+)
+
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "bootstrap: installing Debian packages: ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+stamp="$deps/tvm-ffi/.version"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$TVM_FFI_VERSION" ]; then
+  echo "bootstrap: fetching apache-tvm-ffi==$TVM_FFI_VERSION headers (DLPack >= 1.1)"
+  tmp="$(mktemp -d)"
+  trap 'rm -rf "$tmp"' EXIT
+  python3 -m pip download --quiet --no-deps --only-binary=:all: -d "$tmp" "apache-tvm-ffi==$TVM_FFI_VERSION"
+  rm -rf "$deps/tvm-ffi"
+  mkdir -p "$deps/tvm-ffi"
+  (cd "$tmp" && unzip -q -o ./*.whl 'tvm_ffi/include/*')
+  mv "$tmp/tvm_ffi/include" "$deps/tvm-ffi/include"
+  echo "$TVM_FFI_VERSION" >"$stamp"
+fi
+
+if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  echo "bootstrap: note: nvcc not found; CUDA parts are skipped (the CPU build and tests still work)"
+fi
+echo "bootstrap: ok"

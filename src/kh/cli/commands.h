@@ -1,0 +1,16 @@
+// Registration of the kh verbs. Each verb lives in its own file and adds a CLI11 subcommand whose
+// callback runs the verb; the callback sets the process exit code through set_exit_code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace kh::cli {
+
+void register_commands(CLI::App& app);
+void set_exit_code(int code);
+int exit_code();
+
+void add_validate_command(CLI::App& app);
+void add_gen_command(CLI::App& app);
+
+}  // namespace kh::cli

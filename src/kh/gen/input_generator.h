@@ -1,0 +1,59 @@
+// Produces the inputs of one workload for one trial: safetensors inputs from the dataset,
+// scalars from the workload, everything else from the operator's structured generator or the
+// official distributions, reproducible bit for bit from (seed, workload uuid, trial).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kh/gen/input_set.h"
+#include "kh/gen/operator_inputs.h"
+#include "kh/spec/definition.h"
+#include "kh/spec/workload.h"
+
+namespace kh {
+
+struct GeneratorOptions {
+  std::uint64_t seed = kDefaultSeed;
+  std::string variant;  // adversarial variant name, "" for realistic inputs
+};
+
+class InputGenerator {
+ public:
+  /// dataset_root resolves relative safetensors paths of the workload.
+  InputGenerator(const Definition& def, Workload workload, std::filesystem::path dataset_root,
+                 GeneratorOptions options = {});
+  ~InputGenerator();
+
+  const AxisValues& axes() const { return axes_; }
+  const Workload& workload() const { return workload_; }
+  const Definition& definition() const { return def_; }
+
+  /// All inputs of a trial. Inputs named in `deferred` are allocated (zero) but not filled, for
+  /// callers that materialise only the part they touch (fill_range).
+  InputSet generate(std::int64_t trial, const std::set<std::string>& deferred = {}) const;
+  /// Fills elements [begin, end) of one input as generate() would.
+  void fill_range(const std::string& input, std::int64_t trial, HostTensor& tensor,
+                  std::int64_t begin, std::int64_t end) const;
+  bool is_structural(const std::string& input) const;
+
+  /// Adversarial variants offered for a definition.
+  static std::vector<VariantInfo> variants(const Definition& def);
+
+ private:
+  GenContext context(std::int64_t trial, const std::string& input) const;
+  HostTensor load_safetensors_input(const TensorDecl& decl, const WorkloadInput& source) const;
+
+  const Definition& def_;
+  Workload workload_;
+  std::filesystem::path dataset_root_;
+  GeneratorOptions options_;
+  AxisValues axes_;
+  std::unique_ptr<OperatorInputs> op_;
+};
+
+}  // namespace kh

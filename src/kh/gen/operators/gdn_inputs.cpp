@@ -1,0 +1,157 @@
+// Inputs of the Gated Delta Net decode and prefill operators, as Qwen3-Next feeds them.
+//
+// q and k are L2-normalised per head: the model normalises them before the operator, and with
+// standard-normal keys the recurrence diverges (the definition's own PyTorch reference returns
+// non-finite outputs on long sequences). A_log and dt_bias lie in the ranges of the model's
+// initialisation (A in [1, 16], dt in [1e-3, 1e-1]); the state has the magnitude a state of
+// normalised keys settles at. cu_seqlens splits total_seq_len into num_seqs non-empty sequences
+// of random lengths (zero-length ones only in the zero_length variant).
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kh/core/error.h"
+#include "kh/gen/official_distribution.h"
+#include "kh/gen/operator_inputs.h"
+
+namespace kh {
+namespace {
+
+constexpr int kHeadDim = 128;
+constexpr double kStateStd = 0.1;       // settled state entries of unit-norm keys and N(0,1) values
+constexpr double kALogMin = 0.0;        // log(1)
+constexpr double kALogMax = 2.772588722239781;  // log(16)
+constexpr double kDtBiasMin = -6.907;   // softplus^-1(1e-3)
+constexpr double kDtBiasMax = -2.252;   // softplus^-1(1e-1)
+constexpr double kExtremeValueScale = 1e3;
+constexpr double kExtremeGateStd = 10.0;
+// Length weights are integers in [1, kLengthWeightRange]: lengths vary by up to that factor.
+constexpr std::int64_t kLengthWeightRange = 8;
+
+class GdnInputs final : public OperatorInputs {
+ public:
+  explicit GdnInputs(bool prefill) : prefill_(prefill) {}
+
+  bool is_structural(const std::string& input) const override { return input == "cu_seqlens"; }
+
+  std::vector<VariantInfo> variants() const override {
+    std::vector<VariantInfo> v = {
+        {"absent_state", "no initial state (state = None): the operator starts from zeros"},
+        {"extreme", "values and states x1e3, gate pre-activations with std 10 (g near 0 and 1)"},
+    };
+    if (prefill_)
+      v.push_back({"zero_length", "some sequences have length 0 (their new_state must be zero)"});
+    return v;
+  }
+
+  bool is_present(const GenContext& ctx, const std::string& input) const override {
+    return !(input == "state" && ctx.variant == "absent_state");
+  }
+
+  std::optional<double> default_scalar(const std::string& input) const override {
+    if (input == "scale") return 1.0 / std::sqrt(static_cast<double>(kHeadDim));
+    return std::nullopt;
+  }
+
+  bool fill(const GenContext& ctx, const std::string& name, HostTensor& t, std::int64_t begin,
+            std::int64_t end) const override {
+    const bool extreme = ctx.variant == "extreme";
+    const RandomStream s = ctx.stream(name);
+    if (name == "q" || name == "k") {
+      require_full_range(name, t, begin, end);
+      fill_unit_vectors(t, s);
+      return true;
+    }
+    if (name == "state" || (name == "v" && extreme)) {
+      const double scale = (name == "state" ? kStateStd : 1.0) * (extreme ? kExtremeValueScale : 1.0);
+      parallel_for(end - begin, [&](std::int64_t b, std::int64_t e) {
+        for (std::int64_t i = begin + b; i < begin + e; ++i) t.set(i, scale * s.normal(i));
+      });
+      return true;
+    }
+    if (name == "A_log" || name == "dt_bias") {
+      const bool a_log = name == "A_log";
+      for (std::int64_t i = begin; i < end; ++i)
+        t.set(i, a_log ? s.uniform_range(i, kALogMin, kALogMax)
+                       : s.uniform_range(i, kDtBiasMin, kDtBiasMax));
+      return true;
+    }
+    if (name == "a" && extreme) {
+      for (std::int64_t i = begin; i < end; ++i) t.set(i, kExtremeGateStd * s.normal(i));
+      return true;
+    }
+    if (name == "cu_seqlens") {
+      require_full_range(name, t, begin, end);
+      fill_cu_seqlens(ctx, t, s);
+      return true;
+    }
+    return false;  // v, a, b: N(0,1) as the official generator draws them
+  }
+
+ private:
+  static void fill_unit_vectors(HostTensor& t, const RandomStream& s) {
+    const std::int64_t vectors = t.numel() / kHeadDim;
+    parallel_for(vectors, [&](std::int64_t b, std::int64_t e) {
+      double x[kHeadDim];
+      for (std::int64_t v = b; v < e; ++v) {
+        double norm2 = 0;
+        for (int d = 0; d < kHeadDim; ++d) {
+          x[d] = s.normal(v * kHeadDim + d);
+          norm2 += x[d] * x[d];
+        }
+        const double inv = 1.0 / std::sqrt(norm2);
+        for (int d = 0; d < kHeadDim; ++d) t.set(v * kHeadDim + d, x[d] * inv);
+      }
+    });
+  }
+
+  static void fill_cu_seqlens(const GenContext& ctx, HostTensor& t, const RandomStream& s) {
+    const std::int64_t n = t.numel() - 1;
+    const std::int64_t total = ctx.axis("total_seq_len");
+    if (n < 0) fail("workload {}: len_cu_seqlens must be >= 1", ctx.workload.uuid);
+    if (n == 0 && total > 0)
+      fail("workload {}: {} tokens but no sequence (num_seqs = 0)", ctx.workload.uuid, total);
+    std::vector<bool> empty(static_cast<std::size_t>(n), false);
+    if (ctx.variant == "zero_length") {
+      if (n < 2) fail("workload {}: variant zero_length needs num_seqs >= 2", ctx.workload.uuid);
+      for (std::int64_t i = 0; i < n; i += 3) empty[i] = true;  // the first and every third
+    }
+    std::int64_t slots = 0;
+    for (std::int64_t i = 0; i < n; ++i) slots += !empty[i];
+    // Every non-empty sequence gets one token, then the rest is split by integer weights; if
+    // there are fewer tokens than sequences, the last ones stay empty.
+    std::vector<std::int64_t> len(static_cast<std::size_t>(n), 0);
+    std::vector<std::int64_t> weight(static_cast<std::size_t>(n), 0);
+    std::int64_t weight_sum = 0, base = std::min(total, slots) > 0 ? 1 : 0;
+    std::int64_t given = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (empty[i] || given >= total) continue;
+      len[i] = base;
+      given += base;
+      weight[i] = s.uniform_int(i, 1, kLengthWeightRange);
+      weight_sum += weight[i];
+    }
+    const std::int64_t rest = total - given;
+    std::int64_t assigned = 0;
+    for (std::int64_t i = 0; i < n && weight_sum > 0; ++i) {
+      const std::int64_t extra = rest * weight[i] / weight_sum;
+      len[i] += extra;
+      assigned += extra;
+    }
+    for (std::int64_t i = 0; assigned < rest; i = (i + 1) % n)
+      if (weight[i] > 0) ++len[i], ++assigned;
+    std::int64_t acc = 0;
+    t.set(0, 0);
+    for (std::int64_t i = 0; i < n; ++i) t.set(i + 1, static_cast<double>(acc += len[i]));
+  }
+
+  bool prefill_;
+};
+
+}  // namespace
+
+std::unique_ptr<OperatorInputs> make_gdn_inputs(bool prefill) {
+  return std::make_unique<GdnInputs>(prefill);
+}
+
+}  // namespace kh

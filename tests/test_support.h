@@ -1,0 +1,32 @@
+// Helpers shared by the tests: paths to the repository and ../shared, temporary folders, and
+// loading the shipped definitions.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "kh/spec/definition.h"
+
+namespace kh::test {
+
+std::filesystem::path source_dir();  // repository root
+std::filesystem::path shared_dir();  // ../shared beside the repository
+
+/// Loads a shipped definition by name from definitions/<op_type>/<name>.json.
+Definition shipped_definition(const std::string& name);
+
+/// A fresh empty directory under the system temp dir, removed when the object dies.
+class ScopedTempDir {
+ public:
+  ScopedTempDir();
+  ~ScopedTempDir();
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// Writes text to a file (creating folders) and returns its path.
+std::filesystem::path write_file(const std::filesystem::path& path, const std::string& text);
+
+}  // namespace kh::test
