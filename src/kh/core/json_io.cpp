@@ -35,6 +35,8 @@ Json parse_json(std::string_view text, const std::string& source) {
     return Json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     fail("{}: invalid JSON at byte {}: {}", source, e.byte, e.what());
+  } catch (const nlohmann::json::exception& e) {  // e.g. a number literal out of double's range
+    fail("{}: invalid JSON: {}", source, e.what());
   }
 }
 
@@ -55,9 +57,13 @@ std::string json_type_name(const Json& j) {
   return "an object";
 }
 
-std::string JsonCursor::where() const { return path_.empty() ? source_ : source_ + ": " + path_; }
+std::string JsonCursor::where() const {
+  return path_.empty() ? source_ : source_ + ": " + path_;
+}
 
-void JsonCursor::fail_here(std::string_view message) const { fail("{}: {}", where(), message); }
+void JsonCursor::fail_here(std::string_view message) const {
+  fail("{}: {}", where(), message);
+}
 
 void JsonCursor::expect_object() const {
   if (!value_->is_object()) fail_here("expected an object, got " + json_type_name(*value_));
@@ -83,7 +89,8 @@ std::optional<JsonCursor> JsonCursor::find(std::string_view key) const {
   expect_object();
   auto it = value_->find(key);
   if (it == value_->end() || it->is_null()) return std::nullopt;
-  return JsonCursor(*it, source_, path_.empty() ? std::string(key) : path_ + "." + std::string(key));
+  return JsonCursor(*it, source_,
+                    path_.empty() ? std::string(key) : path_ + "." + std::string(key));
 }
 
 JsonCursor JsonCursor::at(std::size_t index) const {
