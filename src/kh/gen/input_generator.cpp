@@ -37,8 +37,12 @@ bool InputGenerator::is_structural(const std::string& input) const {
 }
 
 GenContext InputGenerator::context(std::int64_t trial, const std::string& input) const {
-  return GenContext{def_, workload_, axes_, options_.seed,
-                    is_structural(input) ? kStructuralTrial : trial, options_.variant};
+  return GenContext{def_,
+                    workload_,
+                    axes_,
+                    options_.seed,
+                    is_structural(input) ? kStructuralTrial : trial,
+                    options_.variant};
 }
 
 HostTensor InputGenerator::load_safetensors_input(const TensorDecl& decl,
@@ -73,8 +77,7 @@ InputSet InputGenerator::generate(std::int64_t trial, const std::set<std::string
     }
     HostTensor t(decl.dtype, shape);
     if (source && source->kind == WorkloadInput::Kind::kScalar) {
-      t.set(0, source->scalar.is_boolean() ? (source->scalar.get<bool>() ? 1.0 : 0.0)
-                                           : source->scalar.get<double>());
+      t.set(0, source->scalar_value());
       set.add(decl.name, std::move(t));
       continue;
     }

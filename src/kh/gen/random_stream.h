@@ -94,7 +94,8 @@ struct RandomStream {
   /// Uniform on [lo, hi] (inclusive; hi - lo < 2^32) from the block's third word.
   KH_HD std::int64_t uniform_int(std::int64_t i, std::int64_t lo, std::int64_t hi) const {
     const std::uint64_t range = static_cast<std::uint64_t>(hi - lo) + 1u;
-    return lo + static_cast<std::int64_t>((static_cast<std::uint64_t>(block(i).w[2]) * range) >> 32);
+    return lo +
+           static_cast<std::int64_t>((static_cast<std::uint64_t>(block(i).w[2]) * range) >> 32);
   }
   /// Uniform on [lo, hi) as a double.
   KH_HD double uniform_range(std::int64_t i, double lo, double hi) const {

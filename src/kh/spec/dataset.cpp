@@ -1,6 +1,7 @@
 #include "kh/spec/dataset.h"
 
 #include <algorithm>
+#include <sstream>
 
 #include "kh/core/error.h"
 
@@ -43,6 +44,16 @@ Dataset Dataset::open(const std::filesystem::path& root) {
   }
   for (const auto& file : find_files(root / "solutions", ".json"))
     d.solutions_.push_back(load_solution(file));
+  for (const auto& file : find_files(root / "traces", ".jsonl")) {
+    std::istringstream lines(read_text_file(file));
+    std::string line;
+    for (int number = 1; std::getline(lines, line); ++number) {
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      const std::string source = file.string() + ":" + std::to_string(number);
+      const Json doc = parse_json(line, source);
+      d.traces_.push_back(Trace::from_json(JsonCursor(doc, source)));
+    }
+  }
   return d;
 }
 
@@ -51,7 +62,8 @@ const Definition& Dataset::definition(const std::string& name) const {
   if (it != definitions_.end()) return it->second;
   std::string have;
   for (const auto& [n, _] : definitions_) have += (have.empty() ? "" : ", ") + n;
-  fail("{}: no definition named '{}' (has: {})", root_.string(), name, have.empty() ? "none" : have);
+  fail("{}: no definition named '{}' (has: {})", root_.string(), name,
+       have.empty() ? "none" : have);
 }
 
 std::vector<Workload> Dataset::workloads(const std::string& definition) const {
@@ -65,6 +77,19 @@ std::vector<Workload> Dataset::workloads(const std::string& definition) const {
 std::filesystem::path Dataset::resolve(const std::string& path) const {
   const std::filesystem::path p(path);
   return p.is_absolute() ? p : root_ / p;
+}
+
+}  // namespace kh
+
+namespace kh {
+
+std::filesystem::path workload_blob_path(const Definition& def, const std::string& uuid) {
+  return std::filesystem::path("blob") / "workloads" / def.op_type / def.name /
+         (def.name + "_" + uuid + ".safetensors");
+}
+
+std::filesystem::path trace_file_path(const Definition& def, const std::string& author) {
+  return std::filesystem::path("traces") / author / def.op_type / (def.name + ".jsonl");
 }
 
 }  // namespace kh

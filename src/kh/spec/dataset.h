@@ -14,6 +14,7 @@
 
 #include "kh/spec/definition.h"
 #include "kh/spec/solution.h"
+#include "kh/spec/trace.h"
 #include "kh/spec/workload.h"
 
 namespace kh {
@@ -35,6 +36,8 @@ class Dataset {
   std::vector<Workload> workloads(const std::string& definition) const;
   const std::vector<DatasetWorkloads>& workload_files() const { return workload_files_; }
   const std::vector<Solution>& solutions() const { return solutions_; }
+  /// Every trace line under traces/ (evaluations of solutions on workloads).
+  const std::vector<Trace>& traces() const { return traces_; }
 
   /// Where a safetensors path of a workload input points (relative paths are under root).
   std::filesystem::path resolve(const std::string& path) const;
@@ -45,7 +48,14 @@ class Dataset {
   std::map<std::string, std::filesystem::path> definition_files_;
   std::vector<DatasetWorkloads> workload_files_;
   std::vector<Solution> solutions_;
+  std::vector<Trace> traces_;
 };
+
+/// Where FlashInfer-Bench keeps a workload's safetensors inputs, relative to the dataset root:
+/// blob/workloads/<op_type>/<def>/<def>_<uuid>.safetensors.
+std::filesystem::path workload_blob_path(const Definition& def, const std::string& uuid);
+/// Where evaluations of an author's solutions are appended: traces/<author>/<op_type>/<def>.jsonl.
+std::filesystem::path trace_file_path(const Definition& def, const std::string& author);
 
 /// Files under dir whose extension is ext, recursively, sorted; empty if dir does not exist.
 std::vector<std::filesystem::path> find_files(const std::filesystem::path& dir,

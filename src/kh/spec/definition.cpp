@@ -143,12 +143,12 @@ Definition Definition::from_json(const JsonCursor& c) {
       for (std::size_t i = 0; i < t.shape->size(); ++i)
         if (!d.find_axis((*t.shape)[i]))
           c.at(section).at(t.name).at("shape").at(i).fail_here("undeclared axis \"" +
-                                                                (*t.shape)[i] + "\"");
+                                                               (*t.shape)[i] + "\"");
     }
   }
-  static const std::set<std::string> kKnown = {"name",        "op_type", "description",
-                                               "tags",        "axes",    "constraints",
-                                               "inputs",      "outputs", "reference"};
+  static const std::set<std::string> kKnown = {"name",   "op_type", "description",
+                                               "tags",   "axes",    "constraints",
+                                               "inputs", "outputs", "reference"};
   for (auto it = c.json().begin(); it != c.json().end(); ++it)
     if (!kKnown.count(it.key())) d.extra[it.key()] = it.value();
   return d;

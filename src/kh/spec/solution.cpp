@@ -25,11 +25,13 @@ Solution Solution::from_json(const JsonCursor& c) {
   const JsonCursor spec = c.at("spec");
   s.spec.language = spec.at("language").as_string();
   if (!kLanguages.count(s.spec.language))
-    spec.at("language").fail_here("unknown language \"" + s.spec.language +
-                                  "\" (python, triton, cpp, cuda, tilelang)");
+    spec.at("language")
+        .fail_here("unknown language \"" + s.spec.language +
+                   "\" (python, triton, cpp, cuda, tilelang)");
   if (auto t = spec.find("target_hardware")) {
     t->expect_array();
-    for (std::size_t i = 0; i < t->size(); ++i) s.spec.target_hardware.push_back(t->at(i).as_string());
+    for (std::size_t i = 0; i < t->size(); ++i)
+      s.spec.target_hardware.push_back(t->at(i).as_string());
   }
   const JsonCursor entry = spec.at("entry_point");
   s.spec.entry_point = parse_entry_point(entry.as_string(), entry.where());
@@ -37,7 +39,8 @@ Solution Solution::from_json(const JsonCursor& c) {
     d->expect_array();
     for (std::size_t i = 0; i < d->size(); ++i) s.spec.dependencies.push_back(d->at(i).as_string());
   }
-  if (auto d = spec.find("destination_passing_style")) s.spec.destination_passing_style = d->as_bool();
+  if (auto d = spec.find("destination_passing_style"))
+    s.spec.destination_passing_style = d->as_bool();
   if (auto b = spec.find("binding")) {
     s.spec.binding = b->as_string();
     if (s.spec.binding != "tvm-ffi" && s.spec.binding != "torch")

@@ -86,8 +86,8 @@ Trace Trace::from_json(const JsonCursor& c) {
     const bool needs_correctness =
         ev.status == EvalStatus::kPassed || ev.status == EvalStatus::kIncorrectNumerical;
     if (needs_correctness != ev.correctness.has_value())
-      e->fail_here(std::string("status ") + status + (needs_correctness ? " requires" : " forbids") +
-                   " a correctness record");
+      e->fail_here(std::string("status ") + status +
+                   (needs_correctness ? " requires" : " forbids") + " a correctness record");
     if ((ev.status == EvalStatus::kPassed) != ev.performance.has_value())
       e->fail_here(std::string("status ") + status +
                    (ev.status == EvalStatus::kPassed ? " requires" : " forbids") +

@@ -21,9 +21,14 @@ namespace kh {
 struct WorkloadInput {
   enum class Kind { kRandom, kScalar, kSafetensors };
   Kind kind = Kind::kRandom;
-  Json scalar;  // kScalar: the JSON value as written (int, float or bool)
+  Json scalar;             // kScalar: the JSON value as written (int, float or bool)
   std::string path;        // kSafetensors: relative to the dataset root (or absolute)
   std::string tensor_key;  // kSafetensors
+
+  /// A scalar's value as a number (true/false as 1/0).
+  double scalar_value() const {
+    return scalar.is_boolean() ? scalar.get<bool>() : scalar.get<double>();
+  }
 };
 
 struct Workload {

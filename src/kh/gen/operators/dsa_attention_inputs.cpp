@@ -19,10 +19,10 @@ namespace {
 
 constexpr std::int64_t kPageSize = 64;
 constexpr std::int64_t kTopK = 2048;
-constexpr std::int64_t kMaxSpanPages = 32;           // page_span rows of the official set
+constexpr std::int64_t kMaxSpanPages = 32;  // page_span rows of the official set
 constexpr std::int64_t kScatteredMaxContext = 4 * kTopK;
-constexpr double kExtremeQueryScale = 64.0;          // logits large enough to overflow exp()
-constexpr std::int64_t kAllPaddingEvery = 4;         // all_padding: token 0 and every 4th
+constexpr double kExtremeQueryScale = 64.0;   // logits large enough to overflow exp()
+constexpr std::int64_t kAllPaddingEvery = 4;  // all_padding: token 0 and every 4th
 
 class DsaAttentionInputs final : public OperatorInputs {
  public:
@@ -30,8 +30,10 @@ class DsaAttentionInputs final : public OperatorInputs {
 
   std::vector<VariantInfo> variants() const override {
     return {
-        {"all_padding", "token 0 and every 4th token select nothing (all -1): zero output, -inf lse"},
-        {"scattered_padding", "-1 padding at random positions inside each row, not only at the end"},
+        {"all_padding",
+         "token 0 and every 4th token select nothing (all -1): zero output, -inf lse"},
+        {"scattered_padding",
+         "-1 padding at random positions inside each row, not only at the end"},
         {"extreme", "queries x64: logits far beyond exp()'s float range, tests max-subtraction"},
     };
   }

@@ -21,7 +21,7 @@ using dsa::kIndexHeadDim;
 using dsa::kPageSize;
 constexpr float kFp8Max = 448.0f;
 constexpr float kMinAmax = 1e-4f;
-constexpr std::int64_t kTiePoolSize = 16;     // ties: keys repeat from a pool of 16 vectors
+constexpr std::int64_t kTiePoolSize = 16;         // ties: keys repeat from a pool of 16 vectors
 constexpr double kNearTieStep = 1.0 / (1 << 20);  // near_ties: scales differ by ~1e-6 relative
 constexpr std::int64_t kZeroLengthEvery = 3;
 
@@ -72,9 +72,9 @@ class DsaIndexerInputs final : public OperatorInputs {
     for (std::int64_t b = 0; b < batch; ++b) {
       const bool is_long =
           std::find(long_positions.begin(), long_positions.end(), b) != long_positions.end();
-      lens[b] = is_long ? s.uniform_int(b, std::max<std::int64_t>(1, capacity - kPageSize + 1),
-                                        capacity)
-                        : s.uniform_int(b, 1, std::min<std::int64_t>(capacity, dsa::kTopK));
+      lens[b] =
+          is_long ? s.uniform_int(b, std::max<std::int64_t>(1, capacity - kPageSize + 1), capacity)
+                  : s.uniform_int(b, 1, std::min<std::int64_t>(capacity, dsa::kTopK));
       if (ctx.variant == "zero_length" && b % kZeroLengthEvery == 0) lens[b] = 0;
     }
     return lens;
@@ -85,7 +85,8 @@ class DsaIndexerInputs final : public OperatorInputs {
     const std::int64_t num_pages = ctx.axis("num_pages");
     const RandomStream s = ctx.structural_stream("block_table");
     if (pages > num_pages)
-      fail("workload {}: max_num_pages {} exceeds num_pages {}", ctx.workload.uuid, pages, num_pages);
+      fail("workload {}: max_num_pages {} exceeds num_pages {}", ctx.workload.uuid, pages,
+           num_pages);
     if (batch * pages <= num_pages) {
       const auto all = sample_distinct(s, 0, num_pages, batch * pages);
       for (std::int64_t i = 0; i < batch * pages; ++i) t.set(i, static_cast<double>(all[i]));
@@ -111,8 +112,8 @@ class DsaIndexerInputs final : public OperatorInputs {
             ties ? s.uniform_int(token, 0, kTiePoolSize - 1) + num_pages * kPageSize : token;
         float amax = 0;
         for (int d = 0; d < kIndexHeadDim; ++d) {
-          key[d] = bf16_bits_to_float(float_to_bf16_bits(
-              static_cast<float>(s.normal(source * kIndexHeadDim + d))));
+          key[d] = bf16_bits_to_float(
+              float_to_bf16_bits(static_cast<float>(s.normal(source * kIndexHeadDim + d))));
           amax = std::max(amax, std::abs(key[d]));
         }
         float scale = std::max(amax, kMinAmax) / kFp8Max;

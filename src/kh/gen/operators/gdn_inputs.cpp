@@ -18,11 +18,11 @@ namespace kh {
 namespace {
 
 constexpr int kHeadDim = 128;
-constexpr double kStateStd = 0.1;       // settled state entries of unit-norm keys and N(0,1) values
-constexpr double kALogMin = 0.0;        // log(1)
+constexpr double kStateStd = 0.1;  // settled state entries of unit-norm keys and N(0,1) values
+constexpr double kALogMin = 0.0;   // log(1)
 constexpr double kALogMax = 2.772588722239781;  // log(16)
-constexpr double kDtBiasMin = -6.907;   // softplus^-1(1e-3)
-constexpr double kDtBiasMax = -2.252;   // softplus^-1(1e-1)
+constexpr double kDtBiasMin = -6.907;           // softplus^-1(1e-3)
+constexpr double kDtBiasMax = -2.252;           // softplus^-1(1e-1)
 constexpr double kExtremeValueScale = 1e3;
 constexpr double kExtremeGateStd = 10.0;
 // Length weights are integers in [1, kLengthWeightRange]: lengths vary by up to that factor.
@@ -63,7 +63,8 @@ class GdnInputs final : public OperatorInputs {
       return true;
     }
     if (name == "state" || (name == "v" && extreme)) {
-      const double scale = (name == "state" ? kStateStd : 1.0) * (extreme ? kExtremeValueScale : 1.0);
+      const double scale =
+          (name == "state" ? kStateStd : 1.0) * (extreme ? kExtremeValueScale : 1.0);
       parallel_for(end - begin, [&](std::int64_t b, std::int64_t e) {
         for (std::int64_t i = begin + b; i < begin + e; ++i) t.set(i, scale * s.normal(i));
       });

@@ -12,12 +12,12 @@
 namespace kh {
 namespace {
 
-constexpr double kCodeStd = 112.0;   // e4m3 codes: std 112, clamped to the format's 448
+constexpr double kCodeStd = 112.0;  // e4m3 codes: std 112, clamped to the format's 448
 constexpr double kFp8Max = 448.0;
 constexpr double kWeightStd = 0.02;  // dequantised weight std
 constexpr double kScaleJitterLo = 0.75, kScaleJitterHi = 1.25;
 constexpr double kActivationScaleLo = 0.5, kActivationScaleHi = 2.0;
-constexpr double kBiasStd = 0.1;     // bf16 routing bias
+constexpr double kBiasStd = 0.1;         // bf16 routing bias
 constexpr double kDominantLogit = 20.0;  // sigmoid(20) == 1.0f: beats every other expert
 constexpr double kExtremeActivationScale = 1024.0;
 constexpr double kRoutedScalingFactor = 2.5;  // DeepSeek-V3's value
@@ -25,7 +25,8 @@ constexpr int kExperts = 256, kLocalExperts = 32;
 
 std::int64_t local_offset(const GenContext& ctx) {
   const WorkloadInput* in = ctx.workload.find_input("local_expert_offset");
-  if (in && in->kind == WorkloadInput::Kind::kScalar) return in->scalar.get<std::int64_t>();
+  if (in && in->kind == WorkloadInput::Kind::kScalar)
+    return static_cast<std::int64_t>(in->scalar_value());
   return 0;
 }
 
@@ -35,7 +36,9 @@ class MoeInputs final : public OperatorInputs {
 
   std::vector<VariantInfo> variants() const override {
     return {
-        {"one_expert", "every token routes to local experts 0 and 1 (hot experts whose group always wins; zero bias)"},
+        {"one_expert",
+         "every token routes to local experts 0 and 1 (hot experts whose group always wins; zero "
+         "bias)"},
         {"no_local", "no token routes to any local expert (the output is all zeros)"},
         {"extreme", "activation scales x1024: large outputs, tests accumulation range"},
     };
@@ -55,7 +58,9 @@ class MoeInputs final : public OperatorInputs {
         for (std::int64_t i = begin + b; i < begin + e; ++i) t.set(i, value_of(i));
       });
     };
-    auto code = [&](std::int64_t i) { return std::clamp(kCodeStd * s.normal(i), -kFp8Max, kFp8Max); };
+    auto code = [&](std::int64_t i) {
+      return std::clamp(kCodeStd * s.normal(i), -kFp8Max, kFp8Max);
+    };
     if (name == "hidden_states" || name == "gemm1_weights" || name == "gemm2_weights") {
       each(code);
       return true;
@@ -96,6 +101,8 @@ class MoeInputs final : public OperatorInputs {
 
 }  // namespace
 
-std::unique_ptr<OperatorInputs> make_moe_inputs() { return std::make_unique<MoeInputs>(); }
+std::unique_ptr<OperatorInputs> make_moe_inputs() {
+  return std::make_unique<MoeInputs>();
+}
 
 }  // namespace kh
