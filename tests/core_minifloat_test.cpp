@@ -78,7 +78,7 @@ TEST(MiniFloat, E4M3FollowsTorchOverflowToNaN) {
   EXPECT_EQ(float_to_e4m3(-1e9f), 0xff);
   EXPECT_EQ(float_to_e4m3(std::numeric_limits<float>::infinity()), 0x7f);
   EXPECT_TRUE(std::isnan(e4m3_to_float(0x7f)));
-  EXPECT_EQ(e4m3_to_float(0x01), std::ldexp(1.0f, -9));  // smallest subnormal
+  EXPECT_EQ(e4m3_to_float(0x01), std::ldexp(1.0f, -9));   // smallest subnormal
   EXPECT_EQ(float_to_e4m3(std::ldexp(1.0f, -10)), 0x00);  // half of it: tie to even zero
   EXPECT_EQ(float_to_e4m3(-0.0f), 0x80);
 }

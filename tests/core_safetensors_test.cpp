@@ -85,25 +85,29 @@ TEST(Safetensors, MalformedFilesGiveErrorsNamingFileAndField) {
   p = file("json.safetensors", with_header(R"({"x":{"dtype":)"));
   EXPECT_THAT(error_of(p), HasSubstr("json.safetensors (safetensors header): invalid JSON"));
 
-  p = file("dtype.safetensors",
-           with_header(R"({"x":{"dtype":"F7","shape":[2],"data_offsets":[0,8]}})", std::string(8, 'a')));
-  EXPECT_THAT(error_of(p), HasSubstr("dtype.safetensors: x.dtype: unknown safetensors dtype \"F7\""));
+  p = file(
+      "dtype.safetensors",
+      with_header(R"({"x":{"dtype":"F7","shape":[2],"data_offsets":[0,8]}})", std::string(8, 'a')));
+  EXPECT_THAT(error_of(p),
+              HasSubstr("dtype.safetensors: x.dtype: unknown safetensors dtype \"F7\""));
 
   p = file("size.safetensors",
-           with_header(R"({"x":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", std::string(8, 'a')));
+           with_header(R"({"x":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})",
+                       std::string(8, 'a')));
   EXPECT_THAT(error_of(p), HasSubstr("x.data_offsets: range holds 8 bytes but F32 [3] needs 12"));
 
   p = file("past.safetensors", with_header("{" + ok_entry + "}", std::string(4, 'a')));
   EXPECT_THAT(error_of(p), HasSubstr("runs past the data section (4 bytes)"));
 
-  p = file("overlap.safetensors",
-           with_header("{" + ok_entry +
-                           R"(,"y":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
-                       std::string(12, 'a')));
+  p = file(
+      "overlap.safetensors",
+      with_header("{" + ok_entry + R"(,"y":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                  std::string(12, 'a')));
   EXPECT_THAT(error_of(p), HasSubstr("overlap"));
 
   p = file("shape.safetensors",
-           with_header(R"({"x":{"dtype":"F32","shape":"two","data_offsets":[0,8]}})", std::string(8, 'a')));
+           with_header(R"({"x":{"dtype":"F32","shape":"two","data_offsets":[0,8]}})",
+                       std::string(8, 'a')));
   EXPECT_THAT(error_of(p), HasSubstr("x.shape: expected an array"));
 
   p = file("missing.safetensors", with_header("{" + ok_entry + "}", std::string(8, 'a')));

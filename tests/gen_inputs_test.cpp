@@ -55,20 +55,24 @@ TEST(InputGenerator, IsReproducibleFromTheSeed) {
 TEST(InputGenerator, GoldenBitsDoNotDriftAcrossVersions) {
   // A fingerprint of one workload's trial-0 inputs: a change to any generator that alters a bit
   // must be deliberate (update the value and say why in the commit).
-  Fixture f(kPrefill, workload("golden", {{"total_seq_len", 5}, {"num_seqs", 2}, {"len_cu_seqlens", 3}}));
+  Fixture f(kPrefill,
+            workload("golden", {{"total_seq_len", 5}, {"num_seqs", 2}, {"len_cu_seqlens", 3}}));
   std::uint64_t h = 0xcbf29ce484222325ull;
   for (const auto& item : f.gen.generate(0))
-    for (std::byte b : item.tensor.byte_span()) h = (h ^ static_cast<std::uint8_t>(b)) * 0x100000001b3ull;
+    for (std::byte b : item.tensor.byte_span())
+      h = (h ^ static_cast<std::uint8_t>(b)) * 0x100000001b3ull;
   EXPECT_EQ(h, 784720068820924591ull) << "fingerprint";
 }
 
 TEST(InputGenerator, StructuralInputsStayFixedAcrossTrialsOthersChange) {
-  Fixture f(kPrefill, workload("w-trials", {{"total_seq_len", 300}, {"num_seqs", 5}, {"len_cu_seqlens", 6}}));
+  Fixture f(kPrefill,
+            workload("w-trials", {{"total_seq_len", 300}, {"num_seqs", 5}, {"len_cu_seqlens", 6}}));
   const InputSet t0 = f.gen.generate(0), t1 = f.gen.generate(1);
   EXPECT_TRUE(t0.at("cu_seqlens").bytes_equal(t1.at("cu_seqlens")));
   for (const char* name : {"q", "k", "v", "state", "a", "b", "A_log", "dt_bias"})
     EXPECT_FALSE(t0.at(name).bytes_equal(t1.at(name))) << name;
-  Fixture g(kIndexer, workload("w-idx", {{"batch_size", 3}, {"max_num_pages", 5}, {"num_pages", 40}}));
+  Fixture g(kIndexer,
+            workload("w-idx", {{"batch_size", 3}, {"max_num_pages", 5}, {"num_pages", 40}}));
   const InputSet i0 = g.gen.generate(0), i1 = g.gen.generate(1);
   EXPECT_TRUE(i0.at("seq_lens").bytes_equal(i1.at("seq_lens")));
   EXPECT_TRUE(i0.at("block_table").bytes_equal(i1.at("block_table")));
@@ -78,7 +82,9 @@ TEST(InputGenerator, StructuralInputsStayFixedAcrossTrialsOthersChange) {
 
 TEST(GdnInputs, CuSeqlensPartitionTheTokensAndKeysAreUnitNorm) {
   for (auto [total, seqs] : {std::pair{8192, 57}, {6, 1}, {7, 7}, {3, 5}, {1000, 2}}) {
-    Fixture f(kPrefill, workload("cu" + std::to_string(total), {{"total_seq_len", total}, {"num_seqs", seqs}, {"len_cu_seqlens", seqs + 1}}));
+    Fixture f(kPrefill, workload("cu" + std::to_string(total), {{"total_seq_len", total},
+                                                                {"num_seqs", seqs},
+                                                                {"len_cu_seqlens", seqs + 1}}));
     const InputSet in = f.gen.generate(0, {"q", "k", "v", "state"});
     const HostTensor& cu = in.at("cu_seqlens");
     ASSERT_EQ(cu.dtype(), DType::kInt64);
@@ -104,7 +110,9 @@ TEST(GdnInputs, CuSeqlensPartitionTheTokensAndKeysAreUnitNorm) {
 }
 
 TEST(GdnInputs, Variants) {
-  Fixture zero(kPrefill, workload("zl", {{"total_seq_len", 50}, {"num_seqs", 4}, {"len_cu_seqlens", 5}}), {kDefaultSeed, "zero_length"});
+  Fixture zero(kPrefill,
+               workload("zl", {{"total_seq_len", 50}, {"num_seqs", 4}, {"len_cu_seqlens", 5}}),
+               {kDefaultSeed, "zero_length"});
   const InputSet cu_inputs = zero.gen.generate(0);
   const HostTensor& cu = cu_inputs.at("cu_seqlens");
   EXPECT_EQ(cu.get(1) - cu.get(0), 0);  // sequence 0 and 3 are empty
@@ -112,14 +120,18 @@ TEST(GdnInputs, Variants) {
   EXPECT_EQ(cu.get(4), 50);
   Fixture absent(kDecode, workload("as", {{"batch_size", 1}}), {kDefaultSeed, "absent_state"});
   EXPECT_EQ(absent.gen.generate(0).find("state"), nullptr);
-  EXPECT_THROW(Fixture(kDecode, workload("x", {{"batch_size", 1}}), {kDefaultSeed, "zero_length"}), Error);
+  EXPECT_THROW(Fixture(kDecode, workload("x", {{"batch_size", 1}}), {kDefaultSeed, "zero_length"}),
+               Error);
 }
 
 TEST(IndexerInputs, PagesAreDistinctLengthsFitAndTheCacheLayoutRoundTrips) {
   const std::int64_t batch = 6, pages = 9, num_pages = 80;
-  Fixture f(kIndexer, workload("idx", {{"batch_size", batch}, {"max_num_pages", pages}, {"num_pages", num_pages}}));
+  Fixture f(
+      kIndexer,
+      workload("idx", {{"batch_size", batch}, {"max_num_pages", pages}, {"num_pages", num_pages}}));
   const InputSet in = f.gen.generate(0);
-  const HostTensor &lens = in.at("seq_lens"), &table = in.at("block_table"), &cache = in.at("k_index_cache_fp8");
+  const HostTensor &lens = in.at("seq_lens"), &table = in.at("block_table"),
+                   &cache = in.at("k_index_cache_fp8");
   std::set<double> seen;
   bool some_row_needs_all_pages = false;
   for (std::int64_t b = 0; b < batch; ++b) {
@@ -139,14 +151,16 @@ TEST(IndexerInputs, PagesAreDistinctLengthsFitAndTheCacheLayoutRoundTrips) {
       const float scale = dsa::key_scale(cache, page, off);
       EXPECT_GT(scale, 0.0f);
       float amax = 0;
-      for (int d = 0; d < 128; ++d) amax = std::max(amax, std::abs(dsa::key_value(cache, page, off, d)));
+      for (int d = 0; d < 128; ++d)
+        amax = std::max(amax, std::abs(dsa::key_value(cache, page, off, d)));
       EXPECT_NEAR(amax / scale, 448.0f, 1e-3) << page << "/" << off;
     }
   }
 }
 
 TEST(IndexerInputs, TiesVariantRepeatsKeys) {
-  Fixture f(kIndexer, workload("ties", {{"batch_size", 1}, {"max_num_pages", 4}, {"num_pages", 8}}), {kDefaultSeed, "ties"});
+  Fixture f(kIndexer, workload("ties", {{"batch_size", 1}, {"max_num_pages", 4}, {"num_pages", 8}}),
+            {kDefaultSeed, "ties"});
   const InputSet cache_inputs = f.gen.generate(0);
   const HostTensor& cache = cache_inputs.at("k_index_cache_fp8");
   std::set<std::vector<float>> distinct;
@@ -160,7 +174,8 @@ TEST(IndexerInputs, TiesVariantRepeatsKeys) {
 
 TEST(AttentionInputs, IndicesAreValidPageSpansOrScatteredSets) {
   const std::int64_t tokens = 4, num_pages = 300;
-  Fixture span(kAttention, workload("span", {{"num_tokens", tokens}, {"num_pages", num_pages}}, {{"pattern", "page_span"}, {"max_pages", 5}}));
+  Fixture span(kAttention, workload("span", {{"num_tokens", tokens}, {"num_pages", num_pages}},
+                                    {{"pattern", "page_span"}, {"max_pages", 5}}));
   const InputSet idx_inputs = span.gen.generate(0, {"ckv_cache", "kpe_cache"});
   const HostTensor& idx = idx_inputs.at("sparse_indices");
   for (std::int64_t t = 0; t < tokens; ++t) {
@@ -180,7 +195,8 @@ TEST(AttentionInputs, IndicesAreValidPageSpansOrScatteredSets) {
       EXPECT_GT(valid, 4 * 64);
     }
   }
-  Fixture scattered(kAttention, workload("sc", {{"num_tokens", 2}, {"num_pages", num_pages}}, {{"pattern", "scattered"}}));
+  Fixture scattered(kAttention, workload("sc", {{"num_tokens", 2}, {"num_pages", num_pages}},
+                                         {{"pattern", "scattered"}}));
   const InputSet s_inputs = scattered.gen.generate(0, {"ckv_cache", "kpe_cache"});
   const HostTensor& s = s_inputs.at("sparse_indices");
   for (int t = 0; t < 2; ++t) {
@@ -189,11 +205,15 @@ TEST(AttentionInputs, IndicesAreValidPageSpansOrScatteredSets) {
     EXPECT_EQ(distinct.size(), 2048u);
     EXPECT_EQ(distinct.count(-1), 0u);
   }
-  Fixture pad(kAttention, workload("pad", {{"num_tokens", 5}, {"num_pages", num_pages}}, {{"max_pages", 3}}), {kDefaultSeed, "all_padding"});
+  Fixture pad(kAttention,
+              workload("pad", {{"num_tokens", 5}, {"num_pages", num_pages}}, {{"max_pages", 3}}),
+              {kDefaultSeed, "all_padding"});
   const InputSet p_inputs = pad.gen.generate(0, {"ckv_cache", "kpe_cache"});
   const HostTensor& p = p_inputs.at("sparse_indices");
   for (int j = 0; j < 2048; ++j) EXPECT_EQ(p.get(j), -1);  // token 0
-  Fixture mid(kAttention, workload("mid", {{"num_tokens", 1}, {"num_pages", num_pages}}, {{"max_pages", 3}}), {kDefaultSeed, "scattered_padding"});
+  Fixture mid(kAttention,
+              workload("mid", {{"num_tokens", 1}, {"num_pages", num_pages}}, {{"max_pages", 3}}),
+              {kDefaultSeed, "scattered_padding"});
   const InputSet m_inputs = mid.gen.generate(0, {"ckv_cache", "kpe_cache"});
   const HostTensor& m = m_inputs.at("sparse_indices");
   std::int64_t first_pad = -1, last_valid = -1;
@@ -207,7 +227,8 @@ TEST(AttentionInputs, IndicesAreValidPageSpansOrScatteredSets) {
 
 TEST(MoeInputs, ScalesArePositiveCodesInRangeAndVariantsRouteAsNamed) {
   auto w = workload("moe", {{"seq_len", 6}});
-  w.inputs.emplace_back("local_expert_offset", WorkloadInput{WorkloadInput::Kind::kScalar, Json(64), "", ""});
+  w.inputs.emplace_back("local_expert_offset",
+                        WorkloadInput{WorkloadInput::Kind::kScalar, Json(64), "", ""});
   const std::set<std::string> weights = {"gemm1_weights", "gemm2_weights"};
   Fixture f(kMoe, w);
   const InputSet in = f.gen.generate(0, weights);
@@ -251,7 +272,9 @@ TEST(InputGenerator, UnknownVariantIsAnErrorListingTheKnownOnes) {
     Fixture(kMoe, workload("v", {{"seq_len", 1}}), {kDefaultSeed, "bogus"});
     FAIL();
   } catch (const Error& e) {
-    EXPECT_THAT(e.what(), ::testing::HasSubstr("no input variant 'bogus' (variants: one_expert, no_local, extreme)"));
+    EXPECT_THAT(
+        e.what(),
+        ::testing::HasSubstr("no input variant 'bogus' (variants: one_expert, no_local, extreme)"));
   }
 }
 

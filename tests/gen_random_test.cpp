@@ -32,8 +32,8 @@ TEST(Philox, MatchesRandom123KnownAnswers) {
 }
 
 TEST(PortableLog, AgreesWithLibmToAboutOneUlp) {
-  for (double x : {1e-300, 1e-20, 0.001, 0.5, 0.7071, 1.0, 1.0000001, 1.5, 2.0, 3.0, 10.0, 1e10,
-                   1e300}) {
+  for (double x :
+       {1e-300, 1e-20, 0.001, 0.5, 0.7071, 1.0, 1.0000001, 1.5, 2.0, 3.0, 10.0, 1e10, 1e300}) {
     const double want = std::log(x);
     EXPECT_NEAR(portable_log(x), want, 4e-16 * std::max(1.0, std::abs(want))) << x;
   }

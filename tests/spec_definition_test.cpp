@@ -15,7 +15,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-nlohmann::json unordered(const Json& j) { return nlohmann::json::parse(j.dump()); }
+nlohmann::json unordered(const Json& j) {
+  return nlohmann::json::parse(j.dump());
+}
 
 TEST(Definition, EveryOfficialDefinitionParsesAndRoundTrips) {
   const auto files = find_files(test::shared_dir() / "definitions", ".json");
@@ -50,8 +52,8 @@ TEST(Definition, ParsesTypesScalarsAndOptionalInputs) {
   EXPECT_EQ(d.find_input("q")->dtype, DType::kBFloat16);
   EXPECT_TRUE(d.find_axis("head_size")->is_const);
   EXPECT_EQ(d.find_axis("head_size")->value, 128);
-  EXPECT_EQ(d.shape_of(*d.find_output("new_state"), {{"batch_size", 3}, {"num_v_heads", 8},
-                                                       {"head_size", 128}}),
+  EXPECT_EQ(d.shape_of(*d.find_output("new_state"),
+                       {{"batch_size", 3}, {"num_v_heads", 8}, {"head_size", 128}}),
             (Shape{3, 8, 128, 128}));
   const Definition moe =
       test::shipped_definition("moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048");
@@ -85,21 +87,24 @@ std::string mutate(const std::string& from, const std::string& to) {
 
 TEST(Definition, MalformedFilesGiveErrorsNamingFileAndField) {
   EXPECT_EQ(load_error(kGood), "no error");
-  EXPECT_THAT(load_error(std::string(kGood).substr(0, 60)), HasSubstr("bad_def.json: invalid JSON"));
+  EXPECT_THAT(load_error(std::string(kGood).substr(0, 60)),
+              HasSubstr("bad_def.json: invalid JSON"));
   EXPECT_THAT(load_error(mutate(R"("dtype":"bfloat16"},"alpha")", R"("dtype":"bf17"},"alpha")")),
               HasSubstr("bad_def.json: inputs.x.dtype: unknown dtype \"bf17\""));
   EXPECT_THAT(load_error(mutate(R"("shape":["N","D"],"dtype":"bfloat16"}})",
                                 R"("shape":["N","M"],"dtype":"bfloat16"}})")),
               HasSubstr("outputs.y.shape[1]: undeclared axis \"M\""));
-  EXPECT_THAT(load_error(mutate(R"({"type":"const","value":4})", R"({"type":"const","value":"4"})")),
-              HasSubstr("axes.D.value: expected an integer, got string \"4\""));
+  EXPECT_THAT(
+      load_error(mutate(R"({"type":"const","value":4})", R"({"type":"const","value":"4"})")),
+      HasSubstr("axes.D.value: expected an integer, got string \"4\""));
   EXPECT_THAT(load_error(mutate(R"({"type":"var"})", R"({"type":"variable"})")),
               HasSubstr("axes.N.type: expected \"const\" or \"var\""));
   EXPECT_THAT(load_error(mutate("def run(", "def walk(")),
               HasSubstr("reference: the reference must define a top-level function `run`"));
   EXPECT_THAT(load_error(mutate(R"("outputs":{"y")", R"("outputs":{"x")")),
               HasSubstr("outputs.x: name is used by an input too"));
-  EXPECT_THAT(load_error(mutate(R"("name":"vadd",)", "")), HasSubstr("missing required field 'name'"));
+  EXPECT_THAT(load_error(mutate(R"("name":"vadd",)", "")),
+              HasSubstr("missing required field 'name'"));
   EXPECT_THAT(load_error(mutate(R"("shape":null)", R"("shape":5)")),
               HasSubstr("inputs.alpha.shape: expected an array, got number 5"));
 }

@@ -11,8 +11,12 @@
 
 namespace kh::test {
 
-std::filesystem::path source_dir() { return KH_SOURCE_DIR; }
-std::filesystem::path shared_dir() { return KH_SHARED_DIR; }
+std::filesystem::path source_dir() {
+  return KH_SOURCE_DIR;
+}
+std::filesystem::path shared_dir() {
+  return KH_SHARED_DIR;
+}
 
 Definition shipped_definition(const std::string& name) {
   for (const auto& file : find_files(source_dir() / "definitions", ".json"))

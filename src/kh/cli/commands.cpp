@@ -5,12 +5,17 @@ namespace {
 int g_exit_code = 0;
 }
 
-void set_exit_code(int code) { g_exit_code = code; }
-int exit_code() { return g_exit_code; }
+void set_exit_code(int code) {
+  g_exit_code = code;
+}
+int exit_code() {
+  return g_exit_code;
+}
 
 void register_commands(CLI::App& app) {
   add_validate_command(app);
   add_gen_command(app);
+  add_check_command(app);
 }
 
 }  // namespace kh::cli

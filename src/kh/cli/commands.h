@@ -12,5 +12,6 @@ int exit_code();
 
 void add_validate_command(CLI::App& app);
 void add_gen_command(CLI::App& app);
+void add_check_command(CLI::App& app);
 
 }  // namespace kh::cli

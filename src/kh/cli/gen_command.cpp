@@ -7,11 +7,11 @@
 #include <fmt/format.h>
 
 #include "kh/cli/commands.h"
+#include "kh/cli/workload_inputs.h"
 #include "kh/core/error.h"
 #include "kh/core/safetensors.h"
 #include "kh/gen/input_generator.h"
 #include "kh/ref/cpu_reference.h"
-#include "kh/ref/moe_routing.h"
 #include "kh/spec/dataset.h"
 
 namespace kh::cli {
@@ -29,35 +29,12 @@ struct Options {
   bool json = false;
 };
 
-// MoE weights are 1.4 GB: only the experts some token routes to are drawn (the others stay zero,
-// which no output depends on).
-const std::set<std::string> kMoeWeights = {"gemm1_weights", "gemm2_weights"};
-
-bool is_moe(const Definition& def) { return def.name.rfind("moe_fp8_block_scale", 0) == 0; }
-
-InputSet generate_inputs(const InputGenerator& gen, std::int64_t trial) {
-  if (!is_moe(gen.definition())) return gen.generate(trial);
-  InputSet inputs = gen.generate(trial, kMoeWeights);
-  for (const auto& name : kMoeWeights) {
-    HostTensor& w = inputs.at(name);
-    const std::int64_t per_expert = w.numel() / w.shape().at(0);
-    for (int expert : moe_local_experts_used(inputs))
-      gen.fill_range(name, trial, w, expert * per_expert, (expert + 1) * per_expert);
-  }
-  return inputs;
-}
-
 void run(const Options& o) {
   const Dataset ds = Dataset::open(o.root);
   const Definition& def = ds.definition(o.definition);
-  const Workload* found = nullptr;
-  const auto workloads = ds.workloads(def.name);
-  for (const auto& w : workloads)
-    if (w.uuid == o.workload) found = &w;
-  if (!found) fail("{}: definition {} has no workload with uuid '{}'", o.root, def.name, o.workload);
-
-  InputGenerator gen(def, *found, ds.root(), GeneratorOptions{o.seed, o.variant});
-  const InputSet inputs = generate_inputs(gen, o.trial);
+  const Workload workload = find_workload(ds, def, o.workload);
+  InputGenerator gen(def, workload, ds.root(), GeneratorOptions{o.seed, o.variant});
+  const InputSet inputs = generate_call_inputs(gen, o.trial);
   NamedTensors tensors;
   std::vector<std::string> names;  // keeps the "input.x" strings alive
   names.reserve(inputs.size() + def.outputs.size());
@@ -80,19 +57,24 @@ void run(const Options& o) {
   }
   write_safetensors(o.out, tensors,
                     {{"definition", def.name},
-                     {"workload", found->uuid},
+                     {"workload", workload.uuid},
                      {"trial", std::to_string(o.trial)},
                      {"seed", std::to_string(o.seed)},
                      {"variant", o.variant},
                      {"absent_inputs", absent}});
   if (o.json) {
-    Json j = {{"out", o.out},           {"definition", def.name}, {"workload", found->uuid},
-              {"trial", o.trial},       {"seed", o.seed},         {"variant", o.variant},
-              {"tensors", names.size()}, {"reference", o.reference}};
+    Json j = {{"out", o.out},
+              {"definition", def.name},
+              {"workload", workload.uuid},
+              {"trial", o.trial},
+              {"seed", o.seed},
+              {"variant", o.variant},
+              {"tensors", names.size()},
+              {"reference", o.reference}};
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << fmt::format("wrote {} tensors of {} workload {} trial {} to {}\n", names.size(),
-                             def.name, found->uuid, o.trial, o.out);
+                             def.name, workload.uuid, o.trial, o.out);
   }
 }
 

@@ -28,7 +28,8 @@ struct Options {
 
 std::uint64_t input_bytes(const Definition& def, const AxisValues& axes) {
   std::uint64_t total = 0;
-  for (const auto& t : def.inputs) total += storage_bytes(t.dtype, shape_numel(def.shape_of(t, axes)));
+  for (const auto& t : def.inputs)
+    total += storage_bytes(t.dtype, shape_numel(def.shape_of(t, axes)));
   return total;
 }
 

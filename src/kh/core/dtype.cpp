@@ -36,10 +36,18 @@ const DTypeInfo& info(DType t) {
 
 }  // namespace
 
-std::string_view dtype_name(DType t) { return info(t).fib_name; }
-std::string_view safetensors_dtype_name(DType t) { return info(t).safetensors_name; }
-DLDataType dlpack_dtype(DType t) { return info(t).dlpack; }
-std::size_t dtype_size(DType t) { return info(t).size; }
+std::string_view dtype_name(DType t) {
+  return info(t).fib_name;
+}
+std::string_view safetensors_dtype_name(DType t) {
+  return info(t).safetensors_name;
+}
+DLDataType dlpack_dtype(DType t) {
+  return info(t).dlpack;
+}
+std::size_t dtype_size(DType t) {
+  return info(t).size;
+}
 
 std::size_t storage_bytes(DType t, std::int64_t numel) {
   if (t == DType::kFloat4E2M1) return static_cast<std::size_t>((numel + 1) / 2);

@@ -28,9 +28,9 @@ enum class DType : std::uint8_t {
 };
 
 inline constexpr DType kAllDTypes[] = {
-    DType::kFloat64, DType::kFloat32,    DType::kFloat16,    DType::kBFloat16, DType::kFloat8E4M3,
-    DType::kFloat8E5M2, DType::kFloat4E2M1, DType::kInt64, DType::kInt32,    DType::kInt16,
-    DType::kInt8,    DType::kUInt8,      DType::kBool};
+    DType::kFloat64,    DType::kFloat32,    DType::kFloat16, DType::kBFloat16, DType::kFloat8E4M3,
+    DType::kFloat8E5M2, DType::kFloat4E2M1, DType::kInt64,   DType::kInt32,    DType::kInt16,
+    DType::kInt8,       DType::kUInt8,      DType::kBool};
 
 /// FlashInfer-Bench name, e.g. "float8_e4m3fn".
 std::string_view dtype_name(DType t);

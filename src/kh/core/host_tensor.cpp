@@ -21,7 +21,9 @@ std::string shape_string(const Shape& shape) {
   return s + "]";
 }
 
-void HostTensor::FreeDeleter::operator()(std::byte* p) const { std::free(p); }
+void HostTensor::FreeDeleter::operator()(std::byte* p) const {
+  std::free(p);
+}
 
 HostTensor::HostTensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
   for (auto d : shape_)

@@ -153,18 +153,26 @@ KH_HD float bf16_bits_to_float(std::uint16_t b) {
 KH_HD std::uint8_t float_to_e4m3(float f) {
   return static_cast<std::uint8_t>(encode_minifloat(f, e4m3_format()));
 }
-KH_HD float e4m3_to_float(std::uint8_t c) { return decode_minifloat(c, e4m3_format()); }
+KH_HD float e4m3_to_float(std::uint8_t c) {
+  return decode_minifloat(c, e4m3_format());
+}
 KH_HD std::uint8_t float_to_e5m2(float f) {
   return static_cast<std::uint8_t>(encode_minifloat(f, e5m2_format()));
 }
-KH_HD float e5m2_to_float(std::uint8_t c) { return decode_minifloat(c, e5m2_format()); }
+KH_HD float e5m2_to_float(std::uint8_t c) {
+  return decode_minifloat(c, e5m2_format());
+}
 KH_HD std::uint16_t float_to_f16_bits(float f) {
   return static_cast<std::uint16_t>(encode_minifloat(f, float16_format()));
 }
-KH_HD float f16_bits_to_float(std::uint16_t c) { return decode_minifloat(c, float16_format()); }
+KH_HD float f16_bits_to_float(std::uint16_t c) {
+  return decode_minifloat(c, float16_format());
+}
 KH_HD std::uint8_t float_to_e2m1(float f) {
   return static_cast<std::uint8_t>(encode_minifloat(f, e2m1_format()));
 }
-KH_HD float e2m1_to_float(std::uint8_t c) { return decode_minifloat(c & 0xfu, e2m1_format()); }
+KH_HD float e2m1_to_float(std::uint8_t c) {
+  return decode_minifloat(c & 0xfu, e2m1_format());
+}
 
 }  // namespace kh

@@ -28,14 +28,17 @@ SafetensorsReader::SafetensorsReader(std::filesystem::path path)
   std::error_code ec;
   const std::uint64_t file_size = std::filesystem::file_size(path_, ec);
   if (ec) fail("{}: cannot stat: {}", file, ec.message());
-  if (file_size < 8) fail("{}: truncated: {} bytes, a safetensors file has at least 8", file, file_size);
+  if (file_size < 8)
+    fail("{}: truncated: {} bytes, a safetensors file has at least 8", file, file_size);
 
   unsigned char len_bytes[8];
   in_.read(reinterpret_cast<char*>(len_bytes), 8);
   const std::uint64_t header_len = read_u64_le(len_bytes);
-  if (header_len > kMaxHeaderBytes) fail("{}: header length {} is implausibly large", file, header_len);
+  if (header_len > kMaxHeaderBytes)
+    fail("{}: header length {} is implausibly large", file, header_len);
   if (header_len > file_size - 8)
-    fail("{}: header length {} runs past the end of the file ({} bytes)", file, header_len, file_size);
+    fail("{}: header length {} runs past the end of the file ({} bytes)", file, header_len,
+         file_size);
   std::string header(header_len, '\0');
   in_.read(header.data(), static_cast<std::streamsize>(header_len));
   if (!in_) fail("{}: cannot read the {}-byte header", file, header_len);
@@ -127,7 +130,8 @@ void write_safetensors(const std::filesystem::path& path, const NamedTensors& te
   }
   std::uint64_t offset = 0;
   for (const auto& [name, t] : tensors) {
-    if (name == "__metadata__") fail("{}: '__metadata__' is not a valid tensor name", path.string());
+    if (name == "__metadata__")
+      fail("{}: '__metadata__' is not a valid tensor name", path.string());
     if (header.contains(name)) fail("{}: tensor name '{}' given twice", path.string(), name);
     const std::uint64_t n = t->nbytes();
     header[name] = {{"dtype", safetensors_dtype_name(t->dtype())},
@@ -149,7 +153,8 @@ void write_safetensors(const std::filesystem::path& path, const NamedTensors& te
     out.write(reinterpret_cast<const char*>(len), 8);
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
     for (const auto& [name, t] : tensors)
-      out.write(reinterpret_cast<const char*>(t->bytes()), static_cast<std::streamsize>(t->nbytes()));
+      out.write(reinterpret_cast<const char*>(t->bytes()),
+                static_cast<std::streamsize>(t->nbytes()));
     out.flush();
     if (!out) fail("{}: write error", tmp.string());
   }
