@@ -20,27 +20,10 @@
 namespace kh {
 namespace {
 
-AxisValues axes_with(const Definition& def, const AxisValues& vars) {
-  AxisValues axes = vars;
-  for (const auto& axis : def.axes)
-    if (axis.is_const) axes[axis.name] = axis.value;
-  return axes;
-}
-
-InputSet zero_inputs(const Definition& def, const AxisValues& axes) {
-  InputSet inputs;
-  for (const auto& decl : def.inputs)
-    inputs.add(decl.name, HostTensor(decl.dtype, def.shape_of(decl, axes)));
-  return inputs;
-}
-
-double bf16(double x) {
-  return bf16_bits_to_float(float_to_bf16_bits(static_cast<float>(x)));
-}
-
-void expect_bf16_near(double actual, double exact, const std::string& what) {
-  EXPECT_NEAR(actual, bf16(exact), std::abs(exact) * (1.0 / 256) + 1e-30) << what;
-}
+using test::axes_with;
+using test::bf16;
+using test::expect_bf16_near;
+using test::zero_inputs;
 
 void poison(OutputSet& outputs) {
   for (auto& item : outputs)

@@ -15,33 +15,15 @@
 namespace kh {
 namespace {
 
+using test::axes_with;
+using test::bf16;
+using test::expect_bf16_near;
+using test::zero_inputs;
+
 constexpr int D = 128;
 const char* const kDecode = "gdn_decode_qk4_v8_d128_k_last";
 const char* const kPrefill = "gdn_prefill_qk4_v8_d128_k_last";
 const double kDefaultScale = 1.0 / std::sqrt(128.0);
-
-AxisValues axes_with(const Definition& def, const AxisValues& vars) {
-  AxisValues axes = vars;
-  for (const auto& axis : def.axes)
-    if (axis.is_const) axes[axis.name] = axis.value;
-  return axes;
-}
-
-InputSet zero_inputs(const Definition& def, const AxisValues& axes) {
-  InputSet inputs;
-  for (const auto& decl : def.inputs)
-    inputs.add(decl.name, HostTensor(decl.dtype, def.shape_of(decl, axes)));
-  return inputs;
-}
-
-double bf16(double x) {
-  return bf16_bits_to_float(float_to_bf16_bits(static_cast<float>(x)));
-}
-
-// Within half a bf16 ulp of the exactly rounded value (allows a double-rounding tie flip).
-void expect_bf16_near(double actual, double exact, const std::string& what) {
-  EXPECT_NEAR(actual, bf16(exact), std::abs(exact) * (1.0 / 256) + 1e-30) << what;
-}
 
 void fill_uniform(HostTensor& t, std::mt19937& rng, double lo, double hi) {
   std::uniform_real_distribution<double> dist(lo, hi);

@@ -19,23 +19,12 @@
 namespace kh {
 namespace {
 
+using test::axes_with;
+using test::zero_inputs;
+
 using namespace moe;
 
 const char* const kMoe = "moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048";
-
-AxisValues axes_with(const Definition& def, const AxisValues& vars) {
-  AxisValues axes = vars;
-  for (const auto& axis : def.axes)
-    if (axis.is_const) axes[axis.name] = axis.value;
-  return axes;
-}
-
-InputSet zero_inputs(const Definition& def, const AxisValues& axes) {
-  InputSet inputs;
-  for (const auto& decl : def.inputs)
-    inputs.add(decl.name, HostTensor(decl.dtype, def.shape_of(decl, axes)));
-  return inputs;
-}
 
 double sigmoid(double x) {
   return 1.0 / (1.0 + std::exp(-x));

@@ -1,10 +1,15 @@
 #include "test_support.h"
 
 #include <atomic>
+#include <cmath>
 #include <fstream>
 #include <random>
 
 #include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "kh/core/minifloat.h"
 
 #include "kh/core/error.h"
 #include "kh/spec/dataset.h"
@@ -35,6 +40,28 @@ ScopedTempDir::ScopedTempDir() {
 ScopedTempDir::~ScopedTempDir() {
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
+}
+
+AxisValues axes_with(const Definition& def, const AxisValues& vars) {
+  AxisValues axes = vars;
+  for (const auto& axis : def.axes)
+    if (axis.is_const) axes[axis.name] = axis.value;
+  return axes;
+}
+
+InputSet zero_inputs(const Definition& def, const AxisValues& axes) {
+  InputSet inputs;
+  for (const auto& decl : def.inputs)
+    inputs.add(decl.name, HostTensor(decl.dtype, def.shape_of(decl, axes)));
+  return inputs;
+}
+
+double bf16(double x) {
+  return bf16_bits_to_float(float_to_bf16_bits(static_cast<float>(x)));
+}
+
+void expect_bf16_near(double actual, double exact, const std::string& what) {
+  EXPECT_NEAR(actual, bf16(exact), std::abs(exact) * (1.0 / 256) + 1e-30) << what;
 }
 
 std::filesystem::path write_file(const std::filesystem::path& path, const std::string& text) {

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 
+#include "kh/gen/input_set.h"
 #include "kh/spec/definition.h"
 
 namespace kh::test {
@@ -25,6 +26,15 @@ class ScopedTempDir {
  private:
   std::filesystem::path path_;
 };
+
+/// The workload's var axis values plus the definition's const axes.
+AxisValues axes_with(const Definition& def, const AxisValues& vars);
+/// Zero-filled inputs of the definition's shapes and dtypes (every optional input present).
+InputSet zero_inputs(const Definition& def, const AxisValues& axes);
+/// x rounded to bfloat16 (to nearest even), as a double.
+double bf16(double x);
+/// Expects `actual` within half a bf16 ulp of bf16(exact) (allows a double-rounding tie flip).
+void expect_bf16_near(double actual, double exact, const std::string& what);
 
 /// Writes text to a file (creating folders) and returns its path.
 std::filesystem::path write_file(const std::filesystem::path& path, const std::string& text);
