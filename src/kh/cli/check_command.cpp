@@ -9,10 +9,10 @@
 
 #include "kh/check/checker.h"
 #include "kh/cli/commands.h"
-#include "kh/cli/workload_inputs.h"
 #include "kh/core/error.h"
 #include "kh/core/safetensors.h"
 #include "kh/ref/cpu_reference.h"
+#include "kh/run/call_inputs.h"
 #include "kh/spec/trace.h"
 
 namespace kh::cli {

@@ -16,6 +16,9 @@ void register_commands(CLI::App& app) {
   add_validate_command(app);
   add_gen_command(app);
   add_check_command(app);
+  add_build_command(app);
+  add_eval_command(app);
+  add_worker_command(app);
 }
 
 }  // namespace kh::cli

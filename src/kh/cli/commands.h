@@ -13,5 +13,8 @@ int exit_code();
 void add_validate_command(CLI::App& app);
 void add_gen_command(CLI::App& app);
 void add_check_command(CLI::App& app);
+void add_build_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
+void add_worker_command(CLI::App& app);
 
 }  // namespace kh::cli

@@ -7,11 +7,11 @@
 #include <fmt/format.h>
 
 #include "kh/cli/commands.h"
-#include "kh/cli/workload_inputs.h"
 #include "kh/core/error.h"
 #include "kh/core/safetensors.h"
 #include "kh/gen/input_generator.h"
 #include "kh/ref/cpu_reference.h"
+#include "kh/run/call_inputs.h"
 #include "kh/spec/dataset.h"
 
 namespace kh::cli {

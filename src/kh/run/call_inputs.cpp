@@ -1,11 +1,11 @@
-#include "kh/cli/workload_inputs.h"
+#include "kh/run/call_inputs.h"
 
 #include <set>
 
 #include "kh/core/error.h"
 #include "kh/ref/moe_routing.h"
 
-namespace kh::cli {
+namespace kh {
 
 Workload find_workload(const Dataset& dataset, const Definition& def, const std::string& uuid) {
   for (auto& w : dataset.workloads(def.name))
@@ -27,4 +27,4 @@ InputSet generate_call_inputs(const InputGenerator& generator, std::int64_t tria
   return inputs;
 }
 
-}  // namespace kh::cli
+}  // namespace kh

@@ -1,0 +1,219 @@
+// `kh eval CAND`: builds a candidate (cached) and judges it on the workloads of its definition,
+// each trial in an isolated worker process, with kh's strict checks (or --official rules). Prints
+// a table, or JSON with --json; a progress line on a terminal. Exit status 0 when every workload
+// PASSED, 3 otherwise, 1 on an input error.
+#include <unistd.h>
+
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "kh/build/builder.h"
+#include "kh/build/candidate.h"
+#include "kh/cli/commands.h"
+#include "kh/core/error.h"
+#include "kh/run/builtin_candidates.h"
+#include "kh/run/evaluator.h"
+#include "kh/spec/dataset.h"
+#include "kh/spec/trace.h"
+
+namespace kh::cli {
+namespace {
+
+constexpr int kExitNotPassed = 3;
+
+struct Options {
+  std::string candidate;
+  std::string definition;              // builtin candidates only
+  std::vector<std::string> workloads;  // uuids or indices; empty: all
+  std::vector<std::string> params;
+  std::string cache = ".kh/builds";
+  double call_timeout_s = 10;
+  double workload_timeout_s = 300;
+  bool json = false;
+  EvalOptions eval;
+};
+
+std::vector<std::pair<std::size_t, Workload>> select(const std::vector<Workload>& all,
+                                                     const std::vector<std::string>& wanted,
+                                                     const std::string& def) {
+  std::vector<std::pair<std::size_t, Workload>> out;
+  if (wanted.empty()) {
+    for (std::size_t i = 0; i < all.size(); ++i) out.emplace_back(i, all[i]);
+    return out;
+  }
+  for (const auto& w : wanted) {
+    bool found = false;
+    for (std::size_t i = 0; i < all.size() && !found; ++i) {
+      if (all[i].uuid == w || std::to_string(i) == w) {
+        out.emplace_back(i, all[i]);
+        found = true;
+      }
+    }
+    if (!found)
+      fail("--workload {}: definition {} has no workload with that uuid or index", w, def);
+  }
+  return out;
+}
+
+std::string axes_text(const Workload& w) {
+  std::string s;
+  for (const auto& [name, value] : w.axes)
+    s += fmt::format("{}{}={}", s.empty() ? "" : " ", name, value);
+  return s;
+}
+
+// A builtin candidate (run/builtin_candidates.h) stands for itself: nothing to build.
+BuildResult builtin_build(const std::string& name) {
+  BuildResult b;
+  b.ok = true;
+  b.cached = true;
+  b.key = "builtin";
+  b.library = name;
+  return b;
+}
+
+void run(Options& o) {
+  Candidate cand;
+  BuildResult build;
+  if (is_builtin_candidate(o.candidate)) {
+    if (o.definition.empty()) fail("{}: a builtin candidate needs --definition", o.candidate);
+    cand.name = o.candidate;
+    cand.definition = o.definition;
+    cand.entry.symbol = o.definition;
+  } else {
+    cand = load_candidate(o.candidate);
+  }
+  const Dataset ds = Dataset::open(o.eval.root);
+  const Definition& def = ds.definition(cand.definition);
+  const auto chosen = select(ds.workloads(def.name), o.workloads, def.name);
+  if (is_builtin_candidate(o.candidate)) {
+    build = builtin_build(o.candidate);
+  } else {
+    BuildOptions build_options;
+    build_options.cache_dir = o.cache;
+    build = Builder(build_options).build(cand, resolve_params(cand, o.params));
+  }
+
+  o.eval.call_timeout = std::chrono::milliseconds(static_cast<long>(o.call_timeout_s * 1000));
+  o.eval.workload_timeout =
+      std::chrono::milliseconds(static_cast<long>(o.workload_timeout_s * 1000));
+  const bool progress = !o.json && isatty(STDERR_FILENO);
+  std::vector<WorkloadVerdict> verdicts;
+  if (!build.ok) {
+    for (const auto& [i, w] : chosen) {
+      WorkloadVerdict v;
+      v.workload = w.uuid;
+      v.check.status = EvalStatus::kCompileError;
+      v.check.matched_ratio = 0;
+      v.check.message = build.log;
+      verdicts.push_back(v);
+    }
+  } else {
+    Evaluator evaluator(o.eval, build.library.string(), cand.entry.symbol);
+    for (std::size_t k = 0; k < chosen.size(); ++k) {
+      if (progress)
+        std::cerr << fmt::format("\r[{}/{}] workload {} ...", k + 1, chosen.size(),
+                                 chosen[k].second.uuid)
+                  << std::flush;
+      verdicts.push_back(evaluator.evaluate(def, chosen[k].second));
+    }
+    if (progress) std::cerr << "\r\033[K" << std::flush;
+  }
+
+  std::size_t passed = 0;
+  for (const auto& v : verdicts) passed += v.check.passed();
+  if (o.json) {
+    Json results = Json::array();
+    for (std::size_t k = 0; k < verdicts.size(); ++k) {
+      const auto& v = verdicts[k];
+      results.push_back({{"index", chosen[k].first},
+                         {"workload", v.workload},
+                         {"axes", chosen[k].second.to_json()["axes"]},
+                         {"status", status_name(v.check.status)},
+                         {"max_absolute_error", json_float(v.check.max_absolute_error)},
+                         {"max_relative_error", json_float(v.check.max_relative_error)},
+                         {"matched_ratio", v.check.matched_ratio},
+                         {"message", v.check.message},
+                         {"trials_run", v.trials_run},
+                         {"nondeterministic", v.nondeterministic},
+                         {"log_tail", v.log_tail},
+                         {"seconds", v.seconds}});
+    }
+    const Json report = {{"candidate", cand.name},
+                         {"definition", def.name},
+                         {"backend", o.eval.backend},
+                         {"official", o.eval.official},
+                         {"trials", o.eval.trials},
+                         {"seed", o.eval.seed},
+                         {"variant", o.eval.variant},
+                         {"build",
+                          {{"ok", build.ok},
+                           {"cached", build.cached},
+                           {"key", build.key},
+                           {"library", build.library.string()}}},
+                         {"results", results},
+                         {"passed", passed},
+                         {"failed", verdicts.size() - passed}};
+    std::cout << report.dump(2) << "\n";
+  } else {
+    std::cout << fmt::format(
+        "{} on {} ({} backend{}, {} trials{}): build {} {}\n", cand.name, def.name, o.eval.backend,
+        o.eval.official ? ", official rules" : "", o.eval.trials,
+        o.eval.variant.empty() ? "" : ", variant " + o.eval.variant, build.key.substr(0, 12),
+        build.ok ? (build.cached ? "cached" : "built") : "FAILED");
+    std::cout << fmt::format("{:>4}  {:<38} {:<22} {:>9} {:>9} {:>9}  {}\n", "#", "workload",
+                             "status", "max abs", "max rel", "matched", "axes / note");
+    for (std::size_t k = 0; k < verdicts.size(); ++k) {
+      const auto& v = verdicts[k];
+      std::string note = axes_text(chosen[k].second);
+      if (v.nondeterministic) note += "  [nondeterministic]";
+      std::cout << fmt::format("{:>4}  {:<38} {:<22} {:>9.3g} {:>9.3g} {:>9.6f}  {}\n",
+                               chosen[k].first, v.workload, status_name(v.check.status),
+                               v.check.max_absolute_error, v.check.max_relative_error,
+                               v.check.matched_ratio, note);
+      if (!v.check.passed()) {
+        std::string message = v.check.message;
+        if (message.size() > 2000) message = message.substr(0, 2000) + " ...";
+        std::cout << "        " << message << "\n";
+        if (!v.log_tail.empty()) std::cout << "        worker log tail:\n" << v.log_tail << "\n";
+      }
+    }
+    std::cout << fmt::format("{} passed, {} failed\n", passed, verdicts.size() - passed);
+  }
+  if (passed != verdicts.size()) set_exit_code(kExitNotPassed);
+}
+
+}  // namespace
+
+void add_eval_command(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  auto* cmd =
+      app.add_subcommand("eval", "Build a candidate and judge it on its definition's workloads");
+  cmd->add_option("candidate", o->candidate,
+                  "candidate folder (with candidate.toml), or builtin:cpu_reference")
+      ->required();
+  cmd->add_option("--definition,-d", o->definition, "definition of a builtin candidate");
+  cmd->add_option("--root", o->eval.root, "dataset folder")->capture_default_str();
+  cmd->add_option("--workload,-w", o->workloads,
+                  "workload uuid or index (repeatable; default all)");
+  cmd->add_option("--trials", o->eval.trials, "trials per workload")->capture_default_str();
+  cmd->add_option("--backend", o->eval.backend, "cpu or cuda")->capture_default_str();
+  cmd->add_option("--device", o->eval.device, "CUDA device")->capture_default_str();
+  cmd->add_option("--seed", o->eval.seed, "generator seed")->capture_default_str();
+  cmd->add_option("--variant", o->eval.variant, "adversarial input variant");
+  cmd->add_option("--param", o->params, "compile-time parameter NAME=value (repeatable)");
+  cmd->add_option("--cache", o->cache, "build cache folder")->capture_default_str();
+  cmd->add_option("--logs", o->eval.log_dir, "worker log folder")->capture_default_str();
+  cmd->add_option("--call-timeout", o->call_timeout_s, "seconds per candidate call")
+      ->capture_default_str();
+  cmd->add_option("--workload-timeout", o->workload_timeout_s, "seconds per workload")
+      ->capture_default_str();
+  cmd->add_flag("--official", o->eval.official,
+                "the official rules alone (no poisoning, canaries, input checks, anti-caching)");
+  cmd->add_flag("--sanitize", o->eval.sanitize, "run the worker under compute-sanitizer memcheck");
+  cmd->add_flag("--json", o->json, "print the results as JSON");
+  cmd->callback([o] { run(*o); });
+}
+
+}  // namespace kh::cli

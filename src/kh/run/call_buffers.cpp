@@ -1,0 +1,190 @@
+#include "kh/run/call_buffers.h"
+
+#include <cstring>
+#include <limits>
+
+#include "kh/check/check_result.h"
+#include "kh/core/error.h"
+
+namespace kh {
+namespace {
+
+constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+
+// One element's poison bytes, little-endian.
+std::vector<unsigned char> poison_element(DType t) {
+  switch (t) {
+    case DType::kFloat64:
+      return {0, 0, 0, 0, 0, 0, 0xf8, 0x7f};
+    case DType::kFloat32:
+      return {0, 0, 0xc0, 0x7f};
+    case DType::kFloat16:
+      return {0x00, 0x7e};
+    case DType::kBFloat16:
+      return {0xc0, 0x7f};
+    case DType::kFloat8E4M3:
+    case DType::kFloat8E5M2:
+      return {0x7f};
+    default:  // integers and bool: 0x7F bytes, e.g. int32 2139062143, never a valid index
+      return std::vector<unsigned char>(dtype_size(t), 0x7f);
+  }
+}
+
+}  // namespace
+
+CallBuffers::Buffer CallBuffers::allocate(const std::string& name, DType dtype, const Shape& shape,
+                                          bool is_output) {
+  Buffer b;
+  b.name = name;
+  b.dtype = dtype;
+  b.shape = shape;
+  b.is_output = is_output;
+  b.bytes = storage_bytes(dtype, shape_numel(shape));
+  b.base = backend_.allocate(b.bytes + 2 * kRedZoneBytes);
+  const std::vector<unsigned char> zone(kRedZoneBytes, kCanaryByte);
+  backend_.upload(b.base, zone.data(), kRedZoneBytes);
+  backend_.upload(static_cast<char*>(b.data()) + b.bytes, zone.data(), kRedZoneBytes);
+  return b;
+}
+
+CallBuffers::CallBuffers(MemoryBackend& backend, const Definition& def, const AxisValues& axes,
+                         const InputSet& inputs)
+    : backend_(backend) {
+  const std::size_t count = def.inputs.size() + def.outputs.size();
+  shapes_.reserve(count);
+  scalars_.reserve(def.inputs.size());
+  for (const auto& decl : def.inputs) {
+    const HostTensor* host = inputs.find(decl.name);
+    shapes_.push_back(def.shape_of(decl, axes));
+    DLTensor t{};
+    t.ndim = static_cast<std::int32_t>(shapes_.back().size());
+    t.shape = shapes_.back().data();
+    t.dtype = dlpack_dtype(decl.dtype);
+    if (decl.is_scalar()) {
+      scalars_.push_back(host ? host->clone() : HostTensor(decl.dtype, {}));
+      t.data = host ? scalars_.back().bytes() : nullptr;
+      t.device = {kDLCPU, 0};
+      input_buffer_.push_back(kNone);
+    } else if (!host) {  // an absent optional input
+      t.data = nullptr;
+      t.device = backend_.device();
+      input_buffer_.push_back(kNone);
+    } else {
+      buffers_.push_back(allocate(decl.name, decl.dtype, shapes_.back(), false));
+      backend_.upload(buffers_.back().data(), host->bytes(), host->nbytes());
+      t.data = buffers_.back().data();
+      t.device = backend_.device();
+      input_buffer_.push_back(buffers_.size() - 1);
+    }
+    tensors_.push_back(t);
+  }
+  for (const auto& decl : def.outputs) {
+    shapes_.push_back(def.shape_of(decl, axes));
+    buffers_.push_back(allocate(decl.name, decl.dtype, shapes_.back(), true));
+    DLTensor t{};
+    t.ndim = static_cast<std::int32_t>(shapes_.back().size());
+    t.shape = shapes_.back().data();
+    t.dtype = dlpack_dtype(decl.dtype);
+    t.data = buffers_.back().data();
+    t.device = backend_.device();
+    tensors_.push_back(t);
+  }
+}
+
+CallBuffers::~CallBuffers() {
+  for (auto& b : buffers_) backend_.release(b.base);
+  if (workspace_) backend_.release(workspace_->base);
+}
+
+void CallBuffers::set_workspace(std::uint64_t bytes) {
+  if (workspace_) backend_.release(workspace_->base);
+  workspace_.reset();
+  workspace_bytes_ = bytes;
+  if (bytes)
+    workspace_ = allocate("workspace", DType::kUInt8, {static_cast<std::int64_t>(bytes)}, true);
+}
+
+void* CallBuffers::workspace() const {
+  return workspace_ ? workspace_->data() : nullptr;
+}
+
+void CallBuffers::poison_outputs() {
+  for (const auto& b : buffers_) {
+    if (!b.is_output || b.bytes == 0) continue;
+    const auto element = poison_element(b.dtype);
+    std::vector<unsigned char> fill(b.bytes);
+    for (std::size_t i = 0; i < b.bytes; ++i) fill[i] = element[i % element.size()];
+    backend_.upload(b.data(), fill.data(), b.bytes);
+  }
+}
+
+void CallBuffers::reupload_inputs(const InputSet& inputs) {
+  for (std::size_t i = 0; i < input_buffer_.size(); ++i) {
+    const std::string& name = inputs[i].name;
+    const HostTensor* host = inputs.find(name);
+    if (input_buffer_[i] == kNone) {
+      if (tensors_[i].device.device_type == kDLCPU && tensors_[i].data && host)
+        std::memcpy(tensors_[i].data, host->bytes(), host->nbytes());  // a scalar
+      continue;
+    }
+    const Buffer& b = buffers_[input_buffer_[i]];
+    if (!host || host->nbytes() != b.bytes)
+      fail("input '{}': new values do not fit the buffer of the first call", name);
+    backend_.upload(b.data(), host->bytes(), b.bytes);
+  }
+}
+
+std::optional<std::string> CallBuffers::damaged_red_zone() const {
+  std::vector<unsigned char> zone(kRedZoneBytes);
+  auto check = [&](const Buffer& b) -> std::optional<std::string> {
+    for (int side = 0; side < 2; ++side) {
+      const char* p =
+          side ? static_cast<const char*>(b.data()) + b.bytes : static_cast<const char*>(b.base);
+      backend_.download(zone.data(), p, kRedZoneBytes);
+      for (std::size_t i = 0; i < kRedZoneBytes; ++i) {
+        if (zone[i] == kCanaryByte) continue;
+        const std::size_t distance = side ? i : kRedZoneBytes - i - 1;  // bytes from the data
+        return fmt::format("wrote {} {} '{}': its red zone changed {} byte{} {} the data",
+                           side ? "past the end of" : "before the start of",
+                           b.is_output ? "output" : "input", b.name, distance,
+                           distance == 1 ? "" : "s", side ? "after the end of" : "before");
+      }
+    }
+    return std::nullopt;
+  };
+  for (const auto& b : buffers_)
+    if (auto where = check(b)) return where;
+  if (workspace_)
+    if (auto where = check(*workspace_)) return where;
+  return std::nullopt;
+}
+
+std::optional<std::string> CallBuffers::modified_input(const InputSet& expected) const {
+  for (std::size_t i = 0; i < input_buffer_.size(); ++i) {
+    if (input_buffer_[i] == kNone) continue;
+    const Buffer& b = buffers_[input_buffer_[i]];
+    const HostTensor& want = expected[i].tensor;
+    HostTensor now(b.dtype, b.shape);
+    backend_.download(now.bytes(), b.data(), b.bytes);
+    if (std::memcmp(now.bytes(), want.bytes(), b.bytes) == 0) continue;
+    const std::size_t element = dtype_size(b.dtype);
+    std::size_t first = 0;
+    while (first < b.bytes && now.bytes()[first] == want.bytes()[first]) ++first;
+    return fmt::format("modified input '{}' at {}", b.name,
+                       index_string(b.shape, static_cast<std::int64_t>(first / element)));
+  }
+  return std::nullopt;
+}
+
+OutputSet CallBuffers::download_outputs() const {
+  OutputSet out;
+  for (const auto& b : buffers_) {
+    if (!b.is_output) continue;
+    HostTensor t(b.dtype, b.shape);
+    backend_.download(t.bytes(), b.data(), b.bytes);
+    out.add(b.name, std::move(t));
+  }
+  return out;
+}
+
+}  // namespace kh

@@ -1,0 +1,74 @@
+// The tensors of one candidate call in the backend's memory, each inside a guarded allocation:
+// red zones filled with a canary pattern before and after the data, so a write past either end
+// is seen after the call. Scalars stay 0-d host tensors; an absent optional input is a tensor
+// with a null data pointer. Addresses stay fixed for the life of the object, so a second call on
+// new inputs (anti-caching) sees the same pointers.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <dlpack/dlpack.h>
+
+#include "kh/gen/input_set.h"
+#include "kh/run/memory_backend.h"
+#include "kh/spec/definition.h"
+
+namespace kh {
+
+/// Bytes of red zone on each side of every buffer (a multiple of the 256-byte alignment).
+inline constexpr std::size_t kRedZoneBytes = 512;
+inline constexpr unsigned char kCanaryByte = 0xA5;
+
+class CallBuffers {
+ public:
+  /// Allocates and uploads the inputs, allocates the outputs (uninitialised) and a workspace of
+  /// `workspace_bytes` (sized later with set_workspace).
+  CallBuffers(MemoryBackend& backend, const Definition& def, const AxisValues& axes,
+              const InputSet& inputs);
+  ~CallBuffers();
+  CallBuffers(const CallBuffers&) = delete;
+  CallBuffers& operator=(const CallBuffers&) = delete;
+
+  /// Inputs in definition order, then outputs: what the entry point receives.
+  const std::vector<DLTensor>& tensors() const { return tensors_; }
+  void set_workspace(std::uint64_t bytes);
+  void* workspace() const;
+  std::uint64_t workspace_bytes() const { return workspace_bytes_; }
+
+  /// Fills every output with a value no correct candidate leaves behind (NaN for floats, 0x7F
+  /// bytes for integers: an out-of-range index).
+  void poison_outputs();
+  /// Overwrites the inputs in place (same addresses) with new values of the same shapes.
+  void reupload_inputs(const InputSet& inputs);
+  /// The name of the first buffer whose red zone changed and on which side, or nullopt.
+  std::optional<std::string> damaged_red_zone() const;
+  /// Where an input differs from `expected` ("input 'v' at [0, 0, 3, 5]"), or nullopt.
+  std::optional<std::string> modified_input(const InputSet& expected) const;
+  OutputSet download_outputs() const;
+
+ private:
+  struct Buffer {
+    std::string name;
+    void* base = nullptr;  // start of the front red zone
+    std::size_t bytes = 0;
+    Shape shape;
+    DType dtype = DType::kFloat32;
+    bool is_output = false;
+    void* data() const { return static_cast<char*>(base) + kRedZoneBytes; }
+  };
+  Buffer allocate(const std::string& name, DType dtype, const Shape& shape, bool is_output);
+
+  MemoryBackend& backend_;
+  std::vector<Buffer> buffers_;      // device buffers (non-scalar inputs, outputs, workspace)
+  std::vector<Shape> shapes_;        // backing storage for the DLTensors' shape arrays
+  std::vector<HostTensor> scalars_;  // host copies the scalar DLTensors point into
+  std::vector<DLTensor> tensors_;
+  std::vector<std::size_t> input_buffer_;  // per input: index into buffers_ or SIZE_MAX
+  std::optional<Buffer> workspace_;
+  std::uint64_t workspace_bytes_ = 0;
+};
+
+}  // namespace kh

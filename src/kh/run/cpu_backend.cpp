@@ -1,0 +1,42 @@
+// The cpu backend: candidates' tensors in host memory, calls synchronous.
+#include <cstdlib>
+#include <cstring>
+
+#include "kh/core/error.h"
+#include "kh/run/memory_backend.h"
+
+namespace kh {
+namespace {
+
+// Same alignment as cudaMalloc gives, so host candidates may use aligned vector loads.
+constexpr std::size_t kAlignment = 256;
+
+class CpuBackend final : public MemoryBackend {
+ public:
+  std::string name() const override { return "cpu"; }
+  DLDevice device() const override { return {kDLCPU, 0}; }
+  void* stream() override { return nullptr; }
+
+  void* allocate(std::size_t bytes) override {
+    void* p = std::aligned_alloc(kAlignment,
+                                 (bytes + kAlignment - 1) / kAlignment * kAlignment + kAlignment);
+    if (!p) fail("cpu backend: out of host memory allocating {} bytes", bytes);
+    return p;
+  }
+  void release(void* p) override { std::free(p); }
+  void upload(void* dst, const void* src, std::size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
+  void download(void* dst, const void* src, std::size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
+  void synchronize() override {}
+};
+
+}  // namespace
+
+std::unique_ptr<MemoryBackend> make_cpu_backend() {
+  return std::make_unique<CpuBackend>();
+}
+
+}  // namespace kh

@@ -1,0 +1,59 @@
+// The cuda backend: tensors in device memory, candidates launched on a stream the harness owns.
+// Built only when the CUDA toolkit is present; kh links the static runtime, which finds the driver
+// with dlopen at run time, so kh still starts on a machine without a GPU driver.
+#include <cuda_runtime_api.h>
+
+#include "kh/core/error.h"
+#include "kh/run/memory_backend.h"
+
+namespace kh {
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess)
+    fail("cuda backend: {} failed: {} ({})", what, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+class CudaBackend final : public MemoryBackend {
+ public:
+  explicit CudaBackend(int device) : device_(device) {
+    check(cudaSetDevice(device), "cudaSetDevice");
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  }
+  ~CudaBackend() override { cudaStreamDestroy(stream_); }
+
+  std::string name() const override { return "cuda"; }
+  DLDevice device() const override { return {kDLCUDA, device_}; }
+  void* stream() override { return stream_; }
+
+  void* allocate(std::size_t bytes) override {
+    void* p = nullptr;
+    check(cudaMalloc(&p, bytes ? bytes : 1), "cudaMalloc");
+    return p;
+  }
+  void release(void* p) override { cudaFree(p); }
+  void upload(void* dst, const void* src, std::size_t bytes) override {
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "copy to device");
+    check(cudaStreamSynchronize(stream_), "copy to device");
+  }
+  void download(void* dst, const void* src, std::size_t bytes) override {
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "copy to host");
+    check(cudaStreamSynchronize(stream_), "copy to host");
+  }
+  void synchronize() override {
+    check(cudaGetLastError(), "kernel launch");
+    check(cudaStreamSynchronize(stream_), "the candidate's work");
+  }
+
+ private:
+  int device_;
+  cudaStream_t stream_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<MemoryBackend> make_cuda_backend(int device) {
+  return std::make_unique<CudaBackend>(device);
+}
+
+}  // namespace kh

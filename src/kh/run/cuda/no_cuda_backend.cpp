@@ -1,0 +1,11 @@
+// Built instead of cuda_backend.cpp when kh is configured without the CUDA toolkit.
+#include "kh/core/error.h"
+#include "kh/run/memory_backend.h"
+
+namespace kh {
+
+std::unique_ptr<MemoryBackend> make_cuda_backend(int) {
+  fail("this kh was built without the CUDA toolkit: only --backend cpu is available");
+}
+
+}  // namespace kh

@@ -1,0 +1,150 @@
+#include "kh/run/evaluator.h"
+
+#include <unistd.h>
+
+#include "kh/core/error.h"
+#include "kh/core/json_io.h"
+#include "kh/run/worker_protocol.h"
+
+namespace kh {
+namespace {
+
+CheckResult failure(EvalStatus status, std::string message) {
+  CheckResult r;
+  r.status = status;
+  r.matched_ratio = 0;
+  r.message = std::move(message);
+  r.terminal = true;
+  return r;
+}
+
+std::string self_executable() {
+  std::error_code ec;
+  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) fail("cannot find kh's own executable: {}", ec.message());
+  return p.string();
+}
+
+// compute-sanitizer writes "========= ERROR SUMMARY: N errors" when the process ends.
+bool sanitizer_found_errors(const std::string& log) {
+  const auto at = log.find("ERROR SUMMARY: ");
+  if (at == std::string::npos) return log.find("========= Invalid") != std::string::npos;
+  return log.compare(at + 15, 2, "0 ") != 0;
+}
+
+}  // namespace
+
+void Evaluator::apply_sanitizer_report(WorkloadVerdict& v) {
+  // The summary is written when the worker exits: end it after every workload under sanitizer.
+  if (worker_) worker_->stop();
+  worker_.reset();
+  std::string report;
+  try {
+    report = read_text_file(sanitizer_log_);
+  } catch (const Error&) {
+    return;  // no log: the sanitizer did not run (its absence shows as a worker start failure)
+  }
+  if (!sanitizer_found_errors(report)) return;
+  if (report.size() > 8000) report = report.substr(0, 8000) + "\n[report truncated]";
+  v.check.status = EvalStatus::kRuntimeError;
+  v.check.terminal = true;
+  v.check.matched_ratio = 0;
+  v.check.message = "compute-sanitizer memcheck reported errors:\n" + report;
+}
+
+Evaluator::Evaluator(EvalOptions options, std::string library, std::string entry)
+    : options_(std::move(options)), library_(std::move(library)), entry_(std::move(entry)) {
+  if (options_.kh_binary.empty()) options_.kh_binary = self_executable();
+}
+
+Evaluator::~Evaluator() {
+  if (worker_) worker_->stop();
+}
+
+std::optional<CheckResult> Evaluator::ensure_worker() {
+  if (worker_ && worker_->running()) return std::nullopt;
+  std::vector<std::string> command;
+  if (options_.sanitize) {
+    sanitizer_log_ =
+        options_.log_dir / fmt::format("sanitizer-{}-{}.log", getpid(), workers_started_);
+    command = {"compute-sanitizer", "--tool", "memcheck", "--log-file", sanitizer_log_.string()};
+  }
+  command.insert(command.end(), {options_.kh_binary, "worker", "--backend", options_.backend,
+                                 "--device", std::to_string(options_.device)});
+  const auto log = options_.log_dir / fmt::format("worker-{}-{}.log", getpid(), workers_started_++);
+  worker_ = std::make_unique<WorkerClient>(command, log);
+  try {
+    worker_->start(options_.start_timeout);
+  } catch (const Error& e) {
+    worker_.reset();
+    return failure(EvalStatus::kRuntimeError, e.what());
+  }
+  const WorkerReply r = worker_->request(
+      {{"op", "load"}, {"library", library_}, {"entry", entry_}, {"root", options_.root.string()}},
+      options_.call_timeout, options_.start_timeout);
+  if (r.kind != WorkerReply::Kind::kReply) {
+    const std::string tail = worker_->log_tail();
+    worker_.reset();
+    return failure(EvalStatus::kRuntimeError, "loading the candidate: " + r.detail + "\n" + tail);
+  }
+  if (!r.body.value("ok", false)) {
+    const std::string error = r.body.value("error", "");
+    worker_->stop();
+    worker_.reset();
+    // FlashInfer-Bench: an unresolved symbol at dlopen is a COMPILE_ERROR.
+    return failure(EvalStatus::kCompileError, error);
+  }
+  return std::nullopt;
+}
+
+WorkloadVerdict Evaluator::evaluate(const Definition& def, const Workload& workload) {
+  WorkloadVerdict v;
+  v.workload = workload.uuid;
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + options_.workload_timeout;
+  for (int trial = 0; trial < options_.trials; ++trial) {
+    if (auto load_failure = ensure_worker()) {
+      v.check = *load_failure;
+      break;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    const WorkerReply r =
+        worker_->request({{"op", "trial"},
+                          {"root", options_.root.string()},
+                          {"definition", def.name},
+                          {"workload", workload.uuid},
+                          {"trial", trial},
+                          {"seed", options_.seed},
+                          {"variant", options_.variant},
+                          {"official", options_.official}},
+                         options_.call_timeout, std::max(left, std::chrono::milliseconds(1)));
+    ++v.trials_run;
+    CheckResult result;
+    if (r.kind == WorkerReply::Kind::kTimeout) {
+      result = failure(EvalStatus::kTimeout, r.detail);
+      v.log_tail = worker_->log_tail();
+      worker_.reset();
+    } else if (r.kind == WorkerReply::Kind::kCrash) {
+      result = failure(EvalStatus::kRuntimeError, r.detail);
+      v.log_tail = worker_->log_tail();
+      worker_.reset();
+    } else if (!r.body.value("ok", false)) {
+      // An error in kh's own inputs (bad workload) is not the candidate's fault: report it as
+      // the harness's error rather than a verdict.
+      fail("workload {}: {}", workload.uuid, r.body.value("error", "unknown worker error"));
+    } else {
+      result = check_result_from_json(r.body);
+      if (r.body.contains("deterministic") && r.body["deterministic"].is_boolean() &&
+          !r.body["deterministic"].get<bool>())
+        v.nondeterministic = true;
+    }
+    accumulate(v.check, result);
+    if (v.check.terminal) break;
+  }
+  if (options_.sanitize) apply_sanitizer_report(v);
+  v.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return v;
+}
+
+}  // namespace kh

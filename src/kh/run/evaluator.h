@@ -1,0 +1,69 @@
+// Evaluates one built candidate on workloads: one worker process at a time, restarted after any
+// crash or timeout, trials folded into one verdict per workload as FlashInfer-Bench folds them
+// (a shape/dtype/non-finite/runtime failure ends the workload; tolerance failures accumulate).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kh/check/check_result.h"
+#include "kh/run/worker_client.h"
+#include "kh/spec/definition.h"
+#include "kh/spec/workload.h"
+
+namespace kh {
+
+struct EvalOptions {
+  std::filesystem::path root = ".";  // dataset
+  std::uint64_t seed = 20260501;
+  std::string variant;
+  int trials = 3;
+  bool official = false;
+  std::string backend = "cpu";
+  int device = 0;
+  bool sanitize = false;
+  std::chrono::milliseconds call_timeout{10'000};
+  std::chrono::milliseconds workload_timeout{300'000};
+  std::chrono::milliseconds start_timeout{30'000};
+  std::filesystem::path log_dir = ".kh/logs";
+  std::string kh_binary;  // the worker executable (kh itself); empty: /proc/self/exe
+};
+
+struct WorkloadVerdict {
+  std::string workload;
+  CheckResult check;
+  int trials_run = 0;
+  bool nondeterministic = false;  // some trial gave different bits for the same inputs
+  std::string log_tail;           // RUNTIME_ERROR / TIMEOUT: the end of the worker's log
+  double seconds = 0;
+};
+
+class Evaluator {
+ public:
+  Evaluator(EvalOptions options, std::string library, std::string entry);
+  ~Evaluator();
+
+  WorkloadVerdict evaluate(const Definition& def, const Workload& workload);
+
+ private:
+  /// Starts (or restarts) the worker and loads the candidate; returns a failure verdict's check
+  /// if the library does not load (COMPILE_ERROR) or the worker does not start (RUNTIME_ERROR).
+  std::optional<CheckResult> ensure_worker();
+  /// --sanitize: ends the worker so compute-sanitizer writes its summary, and turns reported
+  /// errors into RUNTIME_ERROR with the report attached.
+  void apply_sanitizer_report(WorkloadVerdict& v);
+
+  EvalOptions options_;
+  std::string library_;
+  std::string entry_;
+  std::unique_ptr<WorkerClient> worker_;
+  int workers_started_ = 0;
+  std::filesystem::path sanitizer_log_;
+};
+
+}  // namespace kh

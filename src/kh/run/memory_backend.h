@@ -1,0 +1,35 @@
+// Where a candidate's tensors live and how the harness reaches them: host memory for the cpu
+// backend, device memory (and a stream) for the cuda backend. The trial procedure is written once
+// against this interface.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include <dlpack/dlpack.h>
+
+namespace kh {
+
+class MemoryBackend {
+ public:
+  virtual ~MemoryBackend() = default;
+
+  virtual std::string name() const = 0;
+  virtual DLDevice device() const = 0;
+  /// The stream handed to candidates (cudaStream_t, or null on the host).
+  virtual void* stream() = 0;
+
+  virtual void* allocate(std::size_t bytes) = 0;
+  virtual void release(void* p) = 0;
+  virtual void upload(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void download(void* dst, const void* src, std::size_t bytes) = 0;
+  /// Waits for the candidate's work; throws kh::Error carrying the device's error if any.
+  virtual void synchronize() = 0;
+};
+
+std::unique_ptr<MemoryBackend> make_cpu_backend();
+/// The cuda backend on one device; an error if kh was built without CUDA or no device is usable.
+std::unique_ptr<MemoryBackend> make_cuda_backend(int device);
+
+}  // namespace kh

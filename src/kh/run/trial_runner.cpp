@@ -1,0 +1,114 @@
+#include "kh/run/trial_runner.h"
+
+#include <cstring>
+
+#include "kh/check/checker.h"
+#include "kh/core/error.h"
+#include "kh/ref/cpu_reference.h"
+#include "kh/run/call_buffers.h"
+#include "kh/run/call_inputs.h"
+
+namespace kh {
+namespace {
+
+CheckResult runtime_error(std::string message) {
+  CheckResult r;
+  r.status = EvalStatus::kRuntimeError;
+  r.matched_ratio = 0;
+  r.message = std::move(message);
+  r.terminal = true;
+  return r;
+}
+
+// Calls the candidate once; on success fills `outputs`, otherwise returns the failure.
+std::optional<CheckResult> call_once(MemoryBackend& backend, const CandidateLibrary& library,
+                                     CallBuffers& buffers, const InputSet& inputs, bool strict,
+                                     const CallObserver& observer, OutputSet& outputs) {
+  if (strict) buffers.poison_outputs();
+  const auto& t = buffers.tensors();
+  observer.before_call();
+  const int rc = library.call(t.data(), static_cast<std::int32_t>(t.size()), backend.stream(),
+                              buffers.workspace(), buffers.workspace_bytes());
+  try {
+    backend.synchronize();
+  } catch (const Error& e) {
+    observer.after_call();
+    return runtime_error(e.what());
+  }
+  observer.after_call();
+  if (rc != KH_OK) {
+    const std::string why = library.error_message();
+    return runtime_error(
+        fmt::format("the entry point returned status {}{}{}", rc, why.empty() ? "" : ": ", why));
+  }
+  if (strict) {
+    if (auto damage = buffers.damaged_red_zone()) return runtime_error(*damage);
+    if (auto modified = buffers.modified_input(inputs)) return runtime_error(*modified);
+  }
+  outputs = buffers.download_outputs();
+  return std::nullopt;
+}
+
+bool same_bits(const OutputSet& a, const OutputSet& b) {
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!a[i].tensor.bytes_equal(b[i].tensor)) return false;
+  return true;
+}
+
+}  // namespace
+
+TrialResult run_trial(MemoryBackend& backend, const CandidateLibrary& library,
+                      const InputGenerator& generator, std::int64_t trial,
+                      const TrialOptions& options, const CallObserver& observer) {
+  const Definition& def = generator.definition();
+  const bool strict = !options.official;
+  const CheckOptions check_options = official_options(def, options.official);
+  TrialResult result;
+
+  const InputSet inputs = generate_call_inputs(generator, trial);
+  const OutputSet reference = run_cpu_reference(def, generator.axes(), inputs);
+  CallBuffers buffers(backend, def, generator.axes(), inputs);
+  const auto& t = buffers.tensors();
+  buffers.set_workspace(library.workspace_bytes(t.data(), static_cast<std::int32_t>(t.size())));
+
+  OutputSet first;
+  ++result.calls;
+  if (auto failure = call_once(backend, library, buffers, inputs, strict, observer, first)) {
+    result.check = *failure;
+    return result;
+  }
+  result.check = check_outputs(def, inputs, reference, first, check_options);
+  if (!strict || !result.check.passed()) return result;
+
+  OutputSet again;
+  ++result.calls;
+  if (auto failure = call_once(backend, library, buffers, inputs, strict, observer, again)) {
+    result.check = *failure;
+    result.check.message = "second call on the same inputs: " + result.check.message;
+    return result;
+  }
+  result.determinism_checked = true;
+  result.deterministic = same_bits(first, again);
+
+  const InputSet fresh = generate_call_inputs(generator, trial + kAntiCachingTrialOffset);
+  const OutputSet fresh_reference = run_cpu_reference(def, generator.axes(), fresh);
+  buffers.reupload_inputs(fresh);
+  OutputSet third;
+  ++result.calls;
+  if (auto failure = call_once(backend, library, buffers, fresh, strict, observer, third)) {
+    result.check = *failure;
+    result.check.message = "anti-caching call: " + result.check.message;
+    return result;
+  }
+  const CheckResult fresh_check = check_outputs(def, fresh, fresh_reference, third, check_options);
+  if (!fresh_check.passed()) {
+    result.check = fresh_check;
+    result.check.message =
+        "anti-caching: after new inputs were written to the same addresses, the outputs do not "
+        "match the reference for them (does the candidate cache results by address?): " +
+        fresh_check.message;
+  }
+  return result;
+}
+
+}  // namespace kh

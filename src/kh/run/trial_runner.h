@@ -1,0 +1,48 @@
+// One trial of one workload on a loaded candidate: draw the inputs, compute the reference, call
+// the candidate in the backend's memory and judge the result.
+//
+// Strict checks (the default): outputs poisoned before every call and red zones around every
+// buffer; after the call, red zones intact and inputs unchanged; then, if the outputs passed, a
+// second call on the same inputs (determinism: a bit difference is a warning) and a third after
+// writing another trial's inputs to the same addresses (anti-caching: must match the reference
+// for the new inputs). `official` applies FlashInfer-Bench's rules alone: uninitialised outputs,
+// one call, the official infinity rule.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "kh/check/check_result.h"
+#include "kh/gen/input_generator.h"
+#include "kh/run/candidate_library.h"
+#include "kh/run/memory_backend.h"
+
+namespace kh {
+
+/// Trials of the anti-caching call are this far from the checked trial, so their inputs are new.
+inline constexpr std::int64_t kAntiCachingTrialOffset = 1'000'003;
+
+struct TrialOptions {
+  bool official = false;
+};
+
+struct TrialResult {
+  CheckResult check;
+  bool determinism_checked = false;
+  bool deterministic = true;
+  int calls = 0;
+};
+
+/// Told just before and just after each candidate call (the worker reports them so that the
+/// coordinator can enforce a per-call timeout).
+struct CallObserver {
+  std::function<void()> before_call = [] {};
+  std::function<void()> after_call = [] {};
+};
+
+TrialResult run_trial(MemoryBackend& backend, const CandidateLibrary& library,
+                      const InputGenerator& generator, std::int64_t trial,
+                      const TrialOptions& options, const CallObserver& observer = {});
+
+}  // namespace kh

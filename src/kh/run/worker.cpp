@@ -1,0 +1,156 @@
+// The worker process: loads one candidate library, then runs trials on request. Everything that
+// touches candidate code happens here, so a crash or a hang loses only this process.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+
+#include "kh/core/error.h"
+#include "kh/run/builtin_candidates.h"
+#include "kh/run/call_inputs.h"
+#include "kh/run/candidate_library.h"
+#include "kh/run/trial_runner.h"
+#include "kh/run/worker_protocol.h"
+#include "kh/spec/dataset.h"
+#include "kh/spec/trace.h"
+
+namespace kh {
+
+Json check_result_json(const CheckResult& r) {
+  return {{"status", status_name(r.status)},
+          {"max_absolute_error", json_float(r.max_absolute_error)},
+          {"max_relative_error", json_float(r.max_relative_error)},
+          {"matched_ratio", r.matched_ratio},
+          {"message", r.message},
+          {"terminal", r.terminal}};
+}
+
+CheckResult check_result_from_json(const Json& j) {
+  const JsonCursor c(j, "worker reply");
+  CheckResult r;
+  const auto status = status_from_name(c.at("status").as_string());
+  if (!status) c.at("status").fail_here("unknown status");
+  r.status = *status;
+  r.max_absolute_error = parse_json_float(c.at("max_absolute_error"));
+  r.max_relative_error = parse_json_float(c.at("max_relative_error"));
+  r.matched_ratio = c.at("matched_ratio").as_number();
+  r.message = c.at("message").as_string();
+  r.terminal = c.at("terminal").as_bool();
+  return r;
+}
+
+namespace {
+
+class Worker {
+ public:
+  Worker(std::unique_ptr<MemoryBackend> backend, FILE* protocol)
+      : backend_(std::move(backend)), out_(protocol) {}
+
+  void send(const Json& j) {
+    const std::string line = j.dump() + "\n";
+    std::fwrite(line.data(), 1, line.size(), out_);
+    std::fflush(out_);
+  }
+
+  Json handle(const Json& request) {
+    const JsonCursor c(request, "request");
+    const std::string op = c.at("op").as_string();
+    if (op == "load") {
+      library_.reset();
+      try {
+        const std::string library = c.at("library").as_string();
+        if (is_builtin_candidate(library)) {
+          open_dataset(c.at("root").as_string());
+          library_ =
+              make_builtin_candidate(library, dataset_->definition(c.at("entry").as_string()));
+        } else {
+          library_ = std::make_unique<CandidateLibrary>(library, c.at("entry").as_string());
+        }
+      } catch (const Error& e) {
+        return {{"ok", false}, {"kind", "load"}, {"error", e.what()}};
+      }
+      return {{"ok", true}};
+    }
+    if (op == "trial") {
+      if (!library_) return {{"ok", false}, {"kind", "internal"}, {"error", "no candidate loaded"}};
+      open_dataset(c.at("root").as_string());
+      const Definition& def = dataset_->definition(c.at("definition").as_string());
+      InputGenerator generator(def, find_workload(*dataset_, def, c.at("workload").as_string()),
+                               dataset_->root(),
+                               GeneratorOptions{static_cast<std::uint64_t>(c.at("seed").as_int()),
+                                                c.at("variant").as_string()});
+      CallObserver observer{[this] {
+                              send({{"event", kEventCallStart}});
+                            },
+                            [this] {
+                              send({{"event", kEventCallEnd}});
+                            }};
+      const TrialResult r = run_trial(*backend_, *library_, generator, c.at("trial").as_int(),
+                                      TrialOptions{c.at("official").as_bool()}, observer);
+      Json reply = check_result_json(r.check);
+      reply["ok"] = true;
+      reply["calls"] = r.calls;
+      reply["deterministic"] = r.determinism_checked ? Json(r.deterministic) : Json(nullptr);
+      return reply;
+    }
+    return {{"ok", false}, {"kind", "internal"}, {"error", "unknown op '" + op + "'"}};
+  }
+
+ private:
+  void open_dataset(const std::string& root) {
+    if (dataset_ && dataset_root_ == root) return;
+    dataset_ = std::make_unique<Dataset>(Dataset::open(root));
+    dataset_root_ = root;
+  }
+
+  std::unique_ptr<MemoryBackend> backend_;
+  FILE* out_;
+  std::unique_ptr<CandidateLibrary> library_;
+  std::unique_ptr<Dataset> dataset_;
+  std::string dataset_root_;
+};
+
+}  // namespace
+
+int run_worker(const std::string& backend_name, int device) {
+  // Keep the real stdout for the protocol; anything else written to fd 1 goes to the log.
+  const int protocol_fd = dup(STDOUT_FILENO);
+  dup2(STDERR_FILENO, STDOUT_FILENO);
+  FILE* protocol = fdopen(protocol_fd, "w");
+  std::unique_ptr<MemoryBackend> backend;
+  if (backend_name == "cpu") {
+    backend = make_cpu_backend();
+  } else if (backend_name == "cuda") {
+    backend = make_cuda_backend(device);
+  } else {
+    fail("unknown backend '{}' (cpu or cuda)", backend_name);
+  }
+  Worker worker(std::move(backend), protocol);
+  worker.send(
+      {{"event", "ready"}, {"pid", static_cast<long>(getpid())}, {"backend", backend_name}});
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    if (line.empty()) continue;
+    Json request = parse_json(line, "worker request");
+    const Json id = request.value("id", Json(nullptr));
+    if (request.value("op", "") == "quit") {
+      worker.send({{"id", id}, {"ok", true}});
+      return 0;
+    }
+    Json reply;
+    try {
+      reply = worker.handle(request);
+    } catch (const Error& e) {
+      reply = {{"ok", false}, {"kind", "input"}, {"error", e.what()}};
+    } catch (const std::exception& e) {
+      reply = {{"ok", false}, {"kind", "internal"}, {"error", e.what()}};
+    }
+    reply["id"] = id;
+    worker.send(reply);
+  }
+  return 0;
+}
+
+}  // namespace kh

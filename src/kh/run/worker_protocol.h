@@ -1,0 +1,32 @@
+// The coordinator-worker protocol: newline-delimited JSON over the worker's stdin and stdout.
+//
+//   coordinator -> worker   {"id": n, "op": "load", "library": path | "builtin:...", "entry":
+//                            symbol (a builtin: the definition), "root": dataset}
+//                           {"id": n, "op": "trial", "root", "definition", "workload", "trial",
+//                            "seed", "variant", "official"}
+//                           {"id": n, "op": "quit"}
+//   worker -> coordinator   {"event": "call_start"} / {"event": "call_end"}   around each call
+//                           {"id": n, "ok": true, ...result} | {"id": n, "ok": false,
+//                            "error": message, "kind": "load" | "input" | "internal"}
+//
+// The worker keeps the real stdout for the protocol and points file descriptor 1 at its log,
+// so a candidate that prints cannot corrupt the stream.
+#pragma once
+
+#include <string>
+
+#include "kh/check/check_result.h"
+#include "kh/core/json_io.h"
+
+namespace kh {
+
+inline constexpr const char* kEventCallStart = "call_start";
+inline constexpr const char* kEventCallEnd = "call_end";
+
+Json check_result_json(const CheckResult& r);
+CheckResult check_result_from_json(const Json& j);
+
+/// Runs the worker loop on stdin/stdout until "quit" or end of input; returns the exit code.
+int run_worker(const std::string& backend, int device);
+
+}  // namespace kh
