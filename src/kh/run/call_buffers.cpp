@@ -40,16 +40,19 @@ CallBuffers::Buffer CallBuffers::allocate(const std::string& name, DType dtype, 
   b.shape = shape;
   b.is_output = is_output;
   b.bytes = storage_bytes(dtype, shape_numel(shape));
-  b.base = backend_.allocate(b.bytes + 2 * kRedZoneBytes);
-  const std::vector<unsigned char> zone(kRedZoneBytes, kCanaryByte);
-  backend_.upload(b.base, zone.data(), kRedZoneBytes);
-  backend_.upload(static_cast<char*>(b.data()) + b.bytes, zone.data(), kRedZoneBytes);
+  b.red_zone = red_zone_;
+  b.base = backend_.allocate(b.bytes + 2 * red_zone_);
+  if (red_zone_) {
+    const std::vector<unsigned char> zone(red_zone_, kCanaryByte);
+    backend_.upload(b.base, zone.data(), red_zone_);
+    backend_.upload(static_cast<char*>(b.data()) + b.bytes, zone.data(), red_zone_);
+  }
   return b;
 }
 
 CallBuffers::CallBuffers(MemoryBackend& backend, const Definition& def, const AxisValues& axes,
-                         const InputSet& inputs)
-    : backend_(backend) {
+                         const InputSet& inputs, std::size_t red_zone_bytes)
+    : backend_(backend), red_zone_(red_zone_bytes) {
   const std::size_t count = def.inputs.size() + def.outputs.size();
   shapes_.reserve(count);
   scalars_.reserve(def.inputs.size());
@@ -135,15 +138,16 @@ void CallBuffers::reupload_inputs(const InputSet& inputs) {
 }
 
 std::optional<std::string> CallBuffers::damaged_red_zone() const {
-  std::vector<unsigned char> zone(kRedZoneBytes);
+  if (!red_zone_) return std::nullopt;
+  std::vector<unsigned char> zone(red_zone_);
   auto check = [&](const Buffer& b) -> std::optional<std::string> {
     for (int side = 0; side < 2; ++side) {
       const char* p =
           side ? static_cast<const char*>(b.data()) + b.bytes : static_cast<const char*>(b.base);
-      backend_.download(zone.data(), p, kRedZoneBytes);
-      for (std::size_t i = 0; i < kRedZoneBytes; ++i) {
+      backend_.download(zone.data(), p, red_zone_);
+      for (std::size_t i = 0; i < red_zone_; ++i) {
         if (zone[i] == kCanaryByte) continue;
-        const std::size_t distance = side ? i : kRedZoneBytes - i - 1;  // bytes from the data
+        const std::size_t distance = side ? i : red_zone_ - i - 1;  // bytes from the data
         return fmt::format("wrote {} {} '{}': its red zone changed {} byte{} {} the data",
                            side ? "past the end of" : "before the start of",
                            b.is_output ? "output" : "input", b.name, distance,

@@ -18,7 +18,9 @@
 
 namespace kh {
 
-/// Bytes of red zone on each side of every buffer (a multiple of the 256-byte alignment).
+/// Bytes of red zone on each side of every buffer (a multiple of the 256-byte alignment). Under
+/// compute-sanitizer buffers get none: an out-of-bounds read must leave the allocation for
+/// memcheck to see it.
 inline constexpr std::size_t kRedZoneBytes = 512;
 inline constexpr unsigned char kCanaryByte = 0xA5;
 
@@ -27,7 +29,7 @@ class CallBuffers {
   /// Allocates and uploads the inputs, allocates the outputs (uninitialised) and a workspace of
   /// `workspace_bytes` (sized later with set_workspace).
   CallBuffers(MemoryBackend& backend, const Definition& def, const AxisValues& axes,
-              const InputSet& inputs);
+              const InputSet& inputs, std::size_t red_zone_bytes = kRedZoneBytes);
   ~CallBuffers();
   CallBuffers(const CallBuffers&) = delete;
   CallBuffers& operator=(const CallBuffers&) = delete;
@@ -57,11 +59,13 @@ class CallBuffers {
     Shape shape;
     DType dtype = DType::kFloat32;
     bool is_output = false;
-    void* data() const { return static_cast<char*>(base) + kRedZoneBytes; }
+    std::size_t red_zone = 0;
+    void* data() const { return static_cast<char*>(base) + red_zone; }
   };
   Buffer allocate(const std::string& name, DType dtype, const Shape& shape, bool is_output);
 
   MemoryBackend& backend_;
+  std::size_t red_zone_;
   std::vector<Buffer> buffers_;      // device buffers (non-scalar inputs, outputs, workspace)
   std::vector<Shape> shapes_;        // backing storage for the DLTensors' shape arrays
   std::vector<HostTensor> scalars_;  // host copies the scalar DLTensors point into

@@ -67,7 +67,9 @@ std::optional<CheckResult> Evaluator::ensure_worker() {
   if (options_.sanitize) {
     sanitizer_log_ =
         options_.log_dir / fmt::format("sanitizer-{}-{}.log", getpid(), workers_started_);
-    command = {"compute-sanitizer", "--tool", "memcheck", "--log-file", sanitizer_log_.string()};
+    // --padding: allocations get unaddressable padding, so a read just past a buffer is seen.
+    command = {"compute-sanitizer", "--tool",    "memcheck", "--padding",
+               "64",                "--log-file", sanitizer_log_.string()};
   }
   command.insert(command.end(), {options_.kh_binary, "worker", "--backend", options_.backend,
                                  "--device", std::to_string(options_.device)});
@@ -117,7 +119,8 @@ WorkloadVerdict Evaluator::evaluate(const Definition& def, const Workload& workl
                           {"trial", trial},
                           {"seed", options_.seed},
                           {"variant", options_.variant},
-                          {"official", options_.official}},
+                          {"official", options_.official},
+                                            {"sanitize", options_.sanitize}},
                          options_.call_timeout, std::max(left, std::chrono::milliseconds(1)));
     ++v.trials_run;
     CheckResult result;
@@ -129,6 +132,8 @@ WorkloadVerdict Evaluator::evaluate(const Definition& def, const Workload& workl
       result = failure(EvalStatus::kRuntimeError, r.detail);
       v.log_tail = worker_->log_tail();
       worker_.reset();
+    } else if (!r.body.value("ok", false) && r.body.value("kind", "") == "device") {
+      result = failure(EvalStatus::kRuntimeError, r.body.value("error", ""));
     } else if (!r.body.value("ok", false)) {
       // An error in kh's own inputs (bad workload) is not the candidate's fault: report it as
       // the harness's error rather than a verdict.
@@ -138,6 +143,12 @@ WorkloadVerdict Evaluator::evaluate(const Definition& def, const Workload& workl
       if (r.body.contains("deterministic") && r.body["deterministic"].is_boolean() &&
           !r.body["deterministic"].get<bool>())
         v.nondeterministic = true;
+    }
+    // A worker whose candidate failed at run time may hold a dead CUDA context: replace it.
+    if (result.status == EvalStatus::kRuntimeError && worker_) {
+      v.log_tail = worker_->log_tail();
+      worker_->stop();
+      worker_.reset();
     }
     accumulate(v.check, result);
     if (v.check.terminal) break;

@@ -9,7 +9,17 @@
 
 #include <dlpack/dlpack.h>
 
+#include "kh/core/error.h"
+
 namespace kh {
+
+/// An error of the device itself (a failed allocation, copy or launch, a sticky CUDA error). It
+/// is the candidate's doing or the machine's, never the inputs': the worker reports it as a
+/// RUNTIME_ERROR and is replaced, since a CUDA context that saw a sticky error is unusable.
+class DeviceError : public Error {
+ public:
+  using Error::Error;
+};
 
 class MemoryBackend {
  public:
@@ -24,7 +34,7 @@ class MemoryBackend {
   virtual void release(void* p) = 0;
   virtual void upload(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void download(void* dst, const void* src, std::size_t bytes) = 0;
-  /// Waits for the candidate's work; throws kh::Error carrying the device's error if any.
+  /// Waits for the candidate's work; throws DeviceError carrying the device's error if any.
   virtual void synchronize() = 0;
 };
 

@@ -67,7 +67,8 @@ TrialResult run_trial(MemoryBackend& backend, const CandidateLibrary& library,
 
   const InputSet inputs = generate_call_inputs(generator, trial);
   const OutputSet reference = run_cpu_reference(def, generator.axes(), inputs);
-  CallBuffers buffers(backend, def, generator.axes(), inputs);
+  CallBuffers buffers(backend, def, generator.axes(), inputs,
+                      options.red_zones ? kRedZoneBytes : 0);
   const auto& t = buffers.tensors();
   buffers.set_workspace(library.workspace_bytes(t.data(), static_cast<std::int32_t>(t.size())));
 

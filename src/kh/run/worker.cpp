@@ -88,7 +88,7 @@ class Worker {
                               send({{"event", kEventCallEnd}});
                             }};
       const TrialResult r = run_trial(*backend_, *library_, generator, c.at("trial").as_int(),
-                                      TrialOptions{c.at("official").as_bool()}, observer);
+                                      TrialOptions{c.at("official").as_bool(), !c.at("sanitize").as_bool()}, observer);
       Json reply = check_result_json(r.check);
       reply["ok"] = true;
       reply["calls"] = r.calls;
@@ -142,6 +142,8 @@ int run_worker(const std::string& backend_name, int device) {
     Json reply;
     try {
       reply = worker.handle(request);
+    } catch (const DeviceError& e) {
+      reply = {{"ok", false}, {"kind", "device"}, {"error", e.what()}};
     } catch (const Error& e) {
       reply = {{"ok", false}, {"kind", "input"}, {"error", e.what()}};
     } catch (const std::exception& e) {

@@ -67,7 +67,7 @@ void WorkerClient::start(std::chrono::milliseconds timeout) {
     dup2(in[0], STDIN_FILENO);
     dup2(out[1], STDOUT_FILENO);
     dup2(log, STDERR_FILENO);
-    execv(argv[0], argv.data());
+    execvp(argv[0], argv.data());  // PATH lookup: the sanitizer is named, not located
     dprintf(STDERR_FILENO, "cannot execute %s: %s\n", argv[0], std::strerror(errno));
     _exit(127);
   }

@@ -3,11 +3,11 @@
 //   coordinator -> worker   {"id": n, "op": "load", "library": path | "builtin:...", "entry":
 //                            symbol (a builtin: the definition), "root": dataset}
 //                           {"id": n, "op": "trial", "root", "definition", "workload", "trial",
-//                            "seed", "variant", "official"}
+//                            "seed", "variant", "official", "sanitize"}
 //                           {"id": n, "op": "quit"}
 //   worker -> coordinator   {"event": "call_start"} / {"event": "call_end"}   around each call
 //                           {"id": n, "ok": true, ...result} | {"id": n, "ok": false,
-//                            "error": message, "kind": "load" | "input" | "internal"}
+//                            "error": message, "kind": "load" | "device" | "input" | "internal"}
 //
 // The worker keeps the real stdout for the protocol and points file descriptor 1 at its log,
 // so a candidate that prints cannot corrupt the stream.
