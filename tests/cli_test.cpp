@@ -17,19 +17,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-struct CommandResult {
-  int status;
-  std::string output;
-};
-
-CommandResult kh(const std::string& args) {
-  const std::string cmd = std::string(KH_BINARY) + " " + args + " 2>&1";
-  CommandResult r{0, ""};
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  while (std::size_t n = fread(buf, 1, sizeof buf, p)) r.output.append(buf, n);
-  const int raw = pclose(p);
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+test::CommandResult kh(const std::string& args) {
+  test::CommandResult r = test::run_command(std::string(KH_BINARY) + " " + args);
+  r.out += r.err;  // these tests read both streams
   return r;
 }
 
@@ -37,28 +27,29 @@ const std::string kDecode = "gdn_decode_qk4_v8_d128_k_last";
 const std::string kUuid = "901e5104-dccb-4c3f-ae13-ef4d31a4d456";
 
 TEST(Cli, ValidateSummarisesTheShippedDataset) {
-  const CommandResult r = kh("validate --root " + test::source_dir().string());
-  EXPECT_EQ(r.status, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("5 definitions, 324 workloads, all valid"));
-  const CommandResult j = kh("validate --json --root " + test::source_dir().string());
-  EXPECT_THAT(j.output, HasSubstr("\"total_workloads\": 324"));
+  const test::CommandResult r = kh("validate --root " + test::source_dir().string());
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("5 definitions, 324 workloads, all valid"));
+  const test::CommandResult j = kh("validate --json --root " + test::source_dir().string());
+  EXPECT_THAT(j.out, HasSubstr("\"total_workloads\": 324"));
 }
 
 TEST(Cli, ValidateReportsABrokenDatasetInOneLine) {
   test::ScopedTempDir dir;
   test::write_file(dir.path() / "definitions/x/bad.json", R"({"name": "bad", "op_type": 3})");
-  const CommandResult r = kh("validate --root " + dir.path().string());
+  const test::CommandResult r = kh("validate --root " + dir.path().string());
   EXPECT_EQ(r.status, 1);
-  EXPECT_THAT(r.output, HasSubstr("kh: error: "));
-  EXPECT_THAT(r.output, HasSubstr("bad.json: op_type: expected a string, got number 3"));
+  EXPECT_THAT(r.out, HasSubstr("kh: error: "));
+  EXPECT_THAT(r.out, HasSubstr("bad.json: op_type: expected a string, got number 3"));
 }
 
 TEST(Cli, GenThenCheckPassesTheReferenceAndRejectsAPlantedError) {
   test::ScopedTempDir dir;
   const std::string root = " --root " + test::source_dir().string();
   const std::string file = (dir.path() / "x.safetensors").string();
-  CommandResult r = kh("gen -d " + kDecode + " -w " + kUuid + " --reference -o " + file + root);
-  ASSERT_EQ(r.status, 0) << r.output;
+  test::CommandResult r =
+      kh("gen -d " + kDecode + " -w " + kUuid + " --reference -o " + file + root);
+  ASSERT_EQ(r.status, 0) << r.out;
 
   SafetensorsReader reader(file);
   EXPECT_EQ(reader.metadata().at("workload"), kUuid);
@@ -66,18 +57,18 @@ TEST(Cli, GenThenCheckPassesTheReferenceAndRejectsAPlantedError) {
   const std::string solution = (dir.path() / "solution.safetensors").string();
   write_safetensors(solution, {{"output", &out}, {"output.new_state", &state}});
   r = kh("check -d " + kDecode + " -w " + kUuid + " --outputs " + solution + root);
-  EXPECT_EQ(r.status, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("PASSED"));
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("PASSED"));
 
   state.set(77, state.get(77) + 1.0);  // far beyond atol and rtol
   write_safetensors(solution, {{"output", &out}, {"new_state", &state}});
   r = kh("check --json -d " + kDecode + " -w " + kUuid + " --outputs " + solution + root);
-  EXPECT_EQ(r.status, 3) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("\"status\": \"INCORRECT_NUMERICAL\""));
-  EXPECT_THAT(r.output, HasSubstr("[0, 0, 0, 77]"));
+  EXPECT_EQ(r.status, 3) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("\"status\": \"INCORRECT_NUMERICAL\""));
+  EXPECT_THAT(r.out, HasSubstr("[0, 0, 0, 77]"));
 
   r = kh("check -d " + kDecode + " -w " + kUuid + " --trial 1 --outputs " + solution + root);
-  EXPECT_EQ(r.status, 3) << "another trial draws other inputs: " << r.output;
+  EXPECT_EQ(r.status, 3) << "another trial draws other inputs: " << r.out;
 }
 
 }  // namespace

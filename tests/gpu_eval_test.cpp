@@ -34,33 +34,8 @@ bool have_gpu() {
 #define REQUIRE_GPU() \
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device: GPU test skipped"
 
-struct Eval {
-  int exit_status = -1;
-  Json report;
-  std::string raw;
-  const Json& result(std::size_t i = 0) const { return report.at("results").at(i); }
-  std::string status(std::size_t i = 0) const { return result(i).at("status").get<std::string>(); }
-  std::string message(std::size_t i = 0) const { return result(i).at("message").get<std::string>(); }
-};
-
-Eval eval(const std::string& args) {
-  static const std::string cache = (test::source_dir() / "build" / "test-build-cache").string();
-  static test::ScopedTempDir logs;
-  const std::string cmd = std::string(KH_BINARY) + " eval --json --backend cuda --root " +
-                          test::source_dir().string() + " --cache " + cache + " --logs " +
-                          logs.path().string() + " " + args + " 2>/dev/null";
-  Eval e;
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[65536];
-  while (std::size_t n = fread(buf, 1, sizeof buf, p)) e.raw.append(buf, n);
-  const int raw = pclose(p);
-  e.exit_status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  try {
-    e.report = parse_json(e.raw, "kh eval output");
-  } catch (...) {
-    ADD_FAILURE() << "kh eval printed no JSON (exit " << e.exit_status << "): " << e.raw;
-  }
-  return e;
+test::KhEval eval(const std::string& args) {
+  return test::run_kh_eval("--backend cuda " + args);
 }
 
 // The CPU reference judges these runs, so MoE stops at 1000 tokens (a 14k-token MoE takes the
@@ -82,8 +57,9 @@ TEST_P(ExampleCandidate, PassesOfficialWorkloads) {
     args += " -w " + w.uuid;
     ++n;
   }
-  const Eval e = eval((test::source_dir() / "examples" / def).string() + " --trials 1" + args);
-  EXPECT_EQ(e.exit_status, 0) << e.raw.substr(0, 4000);
+  const test::KhEval e =
+      eval((test::source_dir() / "examples" / def).string() + " --trials 1" + args);
+  EXPECT_EQ(e.run.status, 0) << e.run.out.substr(0, 4000);
   EXPECT_EQ(e.report.value("passed", 0u), n);
 }
 
@@ -95,25 +71,25 @@ INSTANTIATE_TEST_SUITE_P(
                       "moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048"));
 
 std::string cuda_fault(const std::string& fault, const std::string& extra = "") {
-  return (test::source_dir() / "tests/candidates/gdn_decode_cuda").string() + " --param FAULT=" +
-         fault + " -w 0 -w 20 --trials 2 " + extra;
+  return (test::source_dir() / "tests/candidates/gdn_decode_cuda").string() +
+         " --param FAULT=" + fault + " -w 0 -w 20 --trials 2 " + extra;
 }
 
 TEST(GpuFaults, AreCaughtWithTheRightStatus) {
   REQUIRE_GPU();
   EXPECT_EQ(eval(cuda_fault("none")).status(1), "PASSED");
-  const Eval crash = eval(cuda_fault("segfault"));
+  const test::KhEval crash = eval(cuda_fault("segfault"));
   EXPECT_EQ(crash.status(0), "RUNTIME_ERROR");
   EXPECT_EQ(crash.status(1), "RUNTIME_ERROR") << "a fresh worker after the sticky error";
   EXPECT_EQ(eval(cuda_fault("hang", "--call-timeout 2")).status(), "TIMEOUT");
   EXPECT_EQ(eval(cuda_fault("skip_element")).status(), "INCORRECT_NUMERICAL");
-  const Eval past = eval(cuda_fault("write_past_end"));
+  const test::KhEval past = eval(cuda_fault("write_past_end"));
   EXPECT_EQ(past.status(), "RUNTIME_ERROR");
   EXPECT_THAT(past.message(), HasSubstr("wrote past the end of output"));
-  const Eval input = eval(cuda_fault("write_input"));
+  const test::KhEval input = eval(cuda_fault("write_input"));
   EXPECT_EQ(input.status(), "RUNTIME_ERROR");
   EXPECT_THAT(input.message(), HasSubstr("modified input"));
-  const Eval cached = eval(cuda_fault("cache_by_address"));
+  const test::KhEval cached = eval(cuda_fault("cache_by_address"));
   EXPECT_EQ(cached.status(), "INCORRECT_NUMERICAL");
   EXPECT_THAT(cached.message(), HasSubstr("anti-caching"));
 }
@@ -121,7 +97,7 @@ TEST(GpuFaults, AreCaughtWithTheRightStatus) {
 TEST(GpuFaults, OutOfBoundsReadIsFoundOnlyBySanitize) {
   REQUIRE_GPU();
   EXPECT_EQ(eval(cuda_fault("oob_read")).status(), "PASSED");
-  const Eval sanitized = eval(cuda_fault("oob_read", "--sanitize"));
+  const test::KhEval sanitized = eval(cuda_fault("oob_read", "--sanitize"));
   EXPECT_EQ(sanitized.status(), "RUNTIME_ERROR");
   EXPECT_THAT(sanitized.message(), HasSubstr("memcheck reported errors"));
 }

@@ -21,36 +21,8 @@ using ::testing::HasSubstr;
 
 const std::string kDecode = "gdn_decode_qk4_v8_d128_k_last";
 
-struct Eval {
-  int exit_status = -1;
-  Json report;
-  std::string raw;
-  const Json& result(std::size_t i = 0) const { return report.at("results").at(i); }
-  std::string status(std::size_t i = 0) const { return result(i).at("status").get<std::string>(); }
-  std::string message(std::size_t i = 0) const {
-    return result(i).at("message").get<std::string>();
-  }
-};
-
-// Runs `kh eval ... --json` with the build cache shared by all tests of this binary.
-Eval eval(const std::string& args) {
-  static const std::string cache = (test::source_dir() / "build" / "test-build-cache").string();
-  static test::ScopedTempDir logs;
-  const std::string cmd = std::string(KH_BINARY) + " eval --json --root " +
-                          test::source_dir().string() + " --cache " + cache + " --logs " +
-                          logs.path().string() + " " + args + " 2>/dev/null";
-  Eval e;
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[65536];
-  while (std::size_t n = fread(buf, 1, sizeof buf, p)) e.raw.append(buf, n);
-  const int raw = pclose(p);
-  e.exit_status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  try {
-    e.report = parse_json(e.raw, "kh eval output");
-  } catch (...) {
-    ADD_FAILURE() << "kh eval printed no JSON (exit " << e.exit_status << "): " << e.raw;
-  }
-  return e;
+test::KhEval eval(const std::string& args) {
+  return test::run_kh_eval("" + args);
 }
 
 std::string decode_fault(const std::string& fault, const std::string& extra = "") {
@@ -59,16 +31,16 @@ std::string decode_fault(const std::string& fault, const std::string& extra = ""
 }
 
 TEST(EvalCpu, CorrectCandidatePasses) {
-  const Eval e = eval(decode_fault("none", "-w 20"));
-  EXPECT_EQ(e.exit_status, 0) << e.raw;
+  const test::KhEval e = eval(decode_fault("none", "-w 20"));
+  EXPECT_EQ(e.run.status, 0) << e.run.out;
   EXPECT_EQ(e.status(0), "PASSED");
   EXPECT_EQ(e.status(1), "PASSED");
   EXPECT_FALSE(e.result(0).at("nondeterministic").get<bool>());
 }
 
 TEST(EvalCpu, SegfaultIsARuntimeErrorAndOnlyCostsItsWorker) {
-  const Eval e = eval(decode_fault("segfault", "-w 20"));
-  EXPECT_EQ(e.exit_status, 3);
+  const test::KhEval e = eval(decode_fault("segfault", "-w 20"));
+  EXPECT_EQ(e.run.status, 3);
   for (int i : {0, 1}) {  // the second workload ran in a fresh worker
     EXPECT_EQ(e.status(i), "RUNTIME_ERROR");
     EXPECT_THAT(e.message(i), HasSubstr("killed by signal 11 (SIGSEGV)"));
@@ -77,19 +49,19 @@ TEST(EvalCpu, SegfaultIsARuntimeErrorAndOnlyCostsItsWorker) {
 }
 
 TEST(EvalCpu, InfiniteLoopIsATimeout) {
-  const Eval e = eval(decode_fault("hang", "--call-timeout 1"));
+  const test::KhEval e = eval(decode_fault("hang", "--call-timeout 1"));
   EXPECT_EQ(e.status(), "TIMEOUT");
   EXPECT_THAT(e.message(), HasSubstr("ran longer than 1000 ms"));
 }
 
 TEST(EvalCpu, UnwrittenOutputElementIsCaughtByPoisoning) {
-  const Eval e = eval(decode_fault("skip_element"));
+  const test::KhEval e = eval(decode_fault("skip_element"));
   EXPECT_EQ(e.status(), "INCORRECT_NUMERICAL");
   EXPECT_THAT(e.message(), HasSubstr("solution is NaN"));
 }
 
 TEST(EvalCpu, WritePastTheEndIsCaughtByTheCanary) {
-  const Eval e = eval(decode_fault("write_past_end"));
+  const test::KhEval e = eval(decode_fault("write_past_end"));
   EXPECT_EQ(e.status(), "RUNTIME_ERROR");
   EXPECT_THAT(e.message(), HasSubstr("wrote past the end of output 'new_state'"));
   // The official rules have no red zones: the same candidate passes there.
@@ -97,26 +69,26 @@ TEST(EvalCpu, WritePastTheEndIsCaughtByTheCanary) {
 }
 
 TEST(EvalCpu, WriteIntoAnInputIsCaught) {
-  const Eval e = eval(decode_fault("write_input"));
+  const test::KhEval e = eval(decode_fault("write_input"));
   EXPECT_EQ(e.status(), "RUNTIME_ERROR");
   EXPECT_THAT(e.message(), HasSubstr("modified input 'v'"));
 }
 
 TEST(EvalCpu, OutputCacheKeyedOnTheInputAddressIsCaught) {
-  const Eval e = eval(decode_fault("cache_by_address"));
+  const test::KhEval e = eval(decode_fault("cache_by_address"));
   EXPECT_EQ(e.status(), "INCORRECT_NUMERICAL");
   EXPECT_THAT(e.message(), HasSubstr("anti-caching"));
   EXPECT_EQ(eval(decode_fault("cache_by_address", "--official")).status(), "PASSED");
 }
 
 TEST(EvalCpu, NondeterminismIsAWarningNotAFailure) {
-  const Eval e = eval(decode_fault("nondeterministic"));
+  const test::KhEval e = eval(decode_fault("nondeterministic"));
   EXPECT_EQ(e.status(), "PASSED");
   EXPECT_TRUE(e.result().at("nondeterministic").get<bool>());
 }
 
 TEST(EvalCpu, CompileErrorCarriesTheCompilerLog) {
-  const Eval e =
+  const test::KhEval e =
       eval((test::source_dir() / "tests/candidates/compile_error_cpp").string() + " -w 0");
   EXPECT_EQ(e.status(), "COMPILE_ERROR");
   EXPECT_THAT(e.message(), HasSubstr("kernel.cpp"));
@@ -126,7 +98,7 @@ TEST(EvalCpu, CompileErrorCarriesTheCompilerLog) {
 TEST(EvalCpu, TopKDuplicateOnTiesIsCaught) {
   const std::string cand = (test::source_dir() / "tests/candidates/dsa_topk_indexer_cpp").string();
   // Workload 13: batch 4, 34 pages; the ties variant makes the 2048th and 2049th scores equal.
-  const Eval faulty =
+  const test::KhEval faulty =
       eval(cand + " --param FAULT=duplicate_on_ties --variant ties -w 13 --trials 1");
   EXPECT_EQ(faulty.status(), "INCORRECT_NUMERICAL");
   EXPECT_THAT(faulty.message(), HasSubstr("duplicate index"));
@@ -160,8 +132,8 @@ TEST(EvalCpu, CpuReferencesAsCandidatesPassOfficialWorkloads) {
     std::size_t n = 0;
     for (const auto& w : ds.workloads(s.definition))
       if (n < s.at_most && s.take(w)) args += " -w " + w.uuid, ++n;
-    const Eval e = eval("builtin:cpu_reference -d " + s.definition + " --trials 1" + args);
-    EXPECT_EQ(e.exit_status, 0) << s.definition << ": " << e.raw.substr(0, 2000);
+    const test::KhEval e = eval("builtin:cpu_reference -d " + s.definition + " --trials 1" + args);
+    EXPECT_EQ(e.run.status, 0) << s.definition << ": " << e.run.out.substr(0, 2000);
     EXPECT_EQ(e.report.value("passed", 0u), n) << s.definition;
   }
 }

@@ -2,9 +2,12 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <random>
+#include <sstream>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -62,6 +65,38 @@ double bf16(double x) {
 
 void expect_bf16_near(double actual, double exact, const std::string& what) {
   EXPECT_NEAR(actual, bf16(exact), std::abs(exact) * (1.0 / 256) + 1e-30) << what;
+}
+
+CommandResult run_command(const std::string& command) {
+  ScopedTempDir dir;
+  const auto err_file = dir.path() / "stderr";
+  CommandResult r;
+  FILE* p = popen((command + " 2>" + err_file.string()).c_str(), "r");
+  if (!p) return r;
+  char buf[65536];
+  while (std::size_t n = fread(buf, 1, sizeof buf, p)) r.out.append(buf, n);
+  const int raw = pclose(p);
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  std::ifstream in(err_file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  r.err = ss.str();
+  return r;
+}
+
+KhEval run_kh_eval(const std::string& args) {
+  static const std::string cache = (source_dir() / "build" / "test-build-cache").string();
+  static ScopedTempDir logs;
+  KhEval e;
+  e.run = run_command(std::string(KH_BINARY) + " eval --json --root " + source_dir().string() +
+                      " --cache " + cache + " --logs " + logs.path().string() + " " + args);
+  try {
+    e.report = parse_json(e.run.out, "kh eval output");
+  } catch (...) {
+    ADD_FAILURE() << "kh eval " << args << " printed no JSON (exit " << e.run.status
+                  << "); stderr: " << e.run.err << "\nstdout: " << e.run.out;
+  }
+  return e;
 }
 
 std::filesystem::path write_file(const std::filesystem::path& path, const std::string& text) {

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 
+#include "kh/core/json_io.h"
 #include "kh/gen/input_set.h"
 #include "kh/spec/definition.h"
 
@@ -35,6 +36,27 @@ InputSet zero_inputs(const Definition& def, const AxisValues& axes);
 double bf16(double x);
 /// Expects `actual` within half a bf16 ulp of bf16(exact) (allows a double-rounding tie flip).
 void expect_bf16_near(double actual, double exact, const std::string& what);
+
+/// A shell command's exit status and what it wrote to stdout and stderr.
+struct CommandResult {
+  int status = -1;  // exit status, or -1 if it did not exit normally
+  std::string out;
+  std::string err;
+};
+CommandResult run_command(const std::string& command);
+
+/// `kh eval --json` on the repository's dataset, with a build cache shared by all tests
+/// (build/test-build-cache) and worker logs in a temporary folder.
+struct KhEval {
+  CommandResult run;
+  Json report;  // null if kh printed no JSON (the test has then already failed)
+  const Json& result(std::size_t i = 0) const { return report.at("results").at(i); }
+  std::string status(std::size_t i = 0) const { return result(i).at("status").get<std::string>(); }
+  std::string message(std::size_t i = 0) const {
+    return result(i).at("message").get<std::string>();
+  }
+};
+KhEval run_kh_eval(const std::string& args);
 
 /// Writes text to a file (creating folders) and returns its path.
 std::filesystem::path write_file(const std::filesystem::path& path, const std::string& text);
