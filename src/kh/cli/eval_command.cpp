@@ -198,7 +198,9 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--workload,-w", o->workloads,
                   "workload uuid or index (repeatable; default all)");
   cmd->add_option("--trials", o->eval.trials, "trials per workload")->capture_default_str();
-  cmd->add_option("--backend", o->eval.backend, "cpu or cuda")->capture_default_str();
+  cmd->add_option("--backend", o->eval.backend, "cpu or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   cmd->add_option("--device", o->eval.device, "CUDA device")->capture_default_str();
   cmd->add_option("--seed", o->eval.seed, "generator seed")->capture_default_str();
   cmd->add_option("--variant", o->eval.variant, "adversarial input variant");
