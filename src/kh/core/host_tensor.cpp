@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "kh/core/element_codec.h"
 #include "kh/core/error.h"
 #include "kh/core/minifloat.h"
 
@@ -69,54 +70,7 @@ double HostTensor::get(std::int64_t i) const {
   return 0.0;
 }
 
-void HostTensor::set(std::int64_t i, double v) {
-  std::byte* p = data_.get();
-  const float f = static_cast<float>(v);
-  switch (dtype_) {
-    case DType::kFloat64:
-      reinterpret_cast<double*>(p)[i] = v;
-      break;
-    case DType::kFloat32:
-      reinterpret_cast<float*>(p)[i] = f;
-      break;
-    case DType::kFloat16:
-      reinterpret_cast<std::uint16_t*>(p)[i] = float_to_f16_bits(f);
-      break;
-    case DType::kBFloat16:
-      reinterpret_cast<std::uint16_t*>(p)[i] = float_to_bf16_bits(f);
-      break;
-    case DType::kFloat8E4M3:
-      reinterpret_cast<std::uint8_t*>(p)[i] = float_to_e4m3(f);
-      break;
-    case DType::kFloat8E5M2:
-      reinterpret_cast<std::uint8_t*>(p)[i] = float_to_e5m2(f);
-      break;
-    case DType::kFloat4E2M1: {
-      auto& pair = reinterpret_cast<std::uint8_t*>(p)[i / 2];
-      const std::uint8_t code = float_to_e2m1(f);
-      pair = static_cast<std::uint8_t>(i % 2 ? (pair & 0x0f) | (code << 4) : (pair & 0xf0) | code);
-      break;
-    }
-    case DType::kInt64:
-      reinterpret_cast<std::int64_t*>(p)[i] = static_cast<std::int64_t>(v);
-      break;
-    case DType::kInt32:
-      reinterpret_cast<std::int32_t*>(p)[i] = static_cast<std::int32_t>(v);
-      break;
-    case DType::kInt16:
-      reinterpret_cast<std::int16_t*>(p)[i] = static_cast<std::int16_t>(v);
-      break;
-    case DType::kInt8:
-      reinterpret_cast<std::int8_t*>(p)[i] = static_cast<std::int8_t>(v);
-      break;
-    case DType::kUInt8:
-      reinterpret_cast<std::uint8_t*>(p)[i] = static_cast<std::uint8_t>(v);
-      break;
-    case DType::kBool:
-      reinterpret_cast<std::uint8_t*>(p)[i] = v != 0.0;
-      break;
-  }
-}
+void HostTensor::set(std::int64_t i, double v) { store_element(data_.get(), dtype_, i, v); }
 
 DLTensor HostTensor::dlpack_view() {
   DLTensor t{};

@@ -4,7 +4,7 @@
 #include <thread>
 #include <vector>
 
-#include "kh/core/minifloat.h"
+#include "kh/gen/official_value.h"
 
 namespace kh {
 namespace {
@@ -29,27 +29,6 @@ void parallel_for(std::int64_t n, const std::function<void(std::int64_t, std::in
     if (b < e) threads.emplace_back(body, b, e);
   }
   for (auto& th : threads) th.join();
-}
-
-double official_random_value(const RandomStream& stream, DType t, std::int64_t i) {
-  switch (t) {
-    case DType::kFloat8E4M3:
-    case DType::kFloat8E5M2:
-    case DType::kFloat4E2M1:
-      return std::clamp(stream.normal(i), -2.0, 2.0);
-    case DType::kBool:
-      return stream.coin(i) ? 1.0 : 0.0;
-    case DType::kInt8:
-      return static_cast<double>(stream.uniform_int(i, -128, 127));
-    case DType::kUInt8:
-      return static_cast<double>(stream.uniform_int(i, 0, 255));
-    case DType::kInt16:
-    case DType::kInt32:
-    case DType::kInt64:
-      return static_cast<double>(stream.uniform_int(i, -1024, 1023));
-    default:
-      return stream.normal(i);
-  }
 }
 
 void fill_official(HostTensor& tensor, const RandomStream& stream, std::int64_t begin,

@@ -7,12 +7,10 @@
 #include <functional>
 
 #include "kh/core/host_tensor.h"
+#include "kh/gen/official_value.h"
 #include "kh/gen/random_stream.h"
 
 namespace kh {
-
-/// Value of element i of a random tensor of dtype t, as a double (exactly representable in t).
-double official_random_value(const RandomStream& stream, DType t, std::int64_t i);
 
 /// Fills elements [begin, end) of the tensor with the official distribution.
 void fill_official(HostTensor& tensor, const RandomStream& stream, std::int64_t begin,
