@@ -36,23 +36,19 @@ void run(const Options& o) {
   InputGenerator gen(def, workload, ds.root(), GeneratorOptions{o.seed, o.variant});
   const InputSet inputs = generate_call_inputs(gen, o.trial);
   NamedTensors tensors;
-  std::vector<std::string> names;  // keeps the "input.x" strings alive
-  names.reserve(inputs.size() + def.outputs.size());
   std::string absent;
   for (const auto& item : inputs) {
     if (!item.present) {
       absent += (absent.empty() ? "" : ",") + item.name;
       continue;
     }
-    names.push_back("input." + item.name);
-    tensors.emplace_back(names.back(), &item.tensor);
+    tensors.emplace_back("input." + item.name, &item.tensor);
   }
   OutputSet outputs;
   if (o.reference) {
     outputs = run_cpu_reference(def, gen.axes(), inputs);
     for (const auto& item : outputs) {
-      names.push_back("ref." + item.name);
-      tensors.emplace_back(names.back(), &item.tensor);
+      tensors.emplace_back("ref." + item.name, &item.tensor);
     }
   }
   write_safetensors(o.out, tensors,
@@ -69,11 +65,11 @@ void run(const Options& o) {
               {"trial", o.trial},
               {"seed", o.seed},
               {"variant", o.variant},
-              {"tensors", names.size()},
+              {"tensors", tensors.size()},
               {"reference", o.reference}};
     std::cout << j.dump(2) << "\n";
   } else {
-    std::cout << fmt::format("wrote {} tensors of {} workload {} trial {} to {}\n", names.size(),
+    std::cout << fmt::format("wrote {} tensors of {} workload {} trial {} to {}\n", tensors.size(),
                              def.name, workload.uuid, o.trial, o.out);
   }
 }

@@ -80,4 +80,51 @@ inline void load_doubles(const HostTensor& tensor, std::int64_t first, int n, do
   for (int i = 0; i < n; ++i) dst[i] = tensor.get(first + i);
 }
 
+/// The inputs of the recurrence, shared by decode ([B, 1, heads, 128]) and prefill
+/// ([T, heads, 128]): both index q/k/v/a/b by a row r (a batch element or a token) and a head.
+struct TokenInputs {
+  const HostTensor& q;
+  const HostTensor& k;
+  const HostTensor& v;
+  const HostTensor& A_log;
+  const HostTensor& a;
+  const HostTensor& dt_bias;
+  const HostTensor& b;
+  double scale;
+
+  explicit TokenInputs(const InputSet& inputs)
+      : q(inputs.at("q")),
+        k(inputs.at("k")),
+        v(inputs.at("v")),
+        A_log(inputs.at("A_log")),
+        a(inputs.at("a")),
+        dt_bias(inputs.at("dt_bias")),
+        b(inputs.at("b")),
+        scale(output_scale(inputs)) {}
+};
+
+/// Applies row r's token of value head h to `state` and writes its output row.
+inline void apply_token(const TokenInputs& in, std::int64_t r, int h, double* state,
+                        HostTensor& output) {
+  const std::int64_t head = r * kVHeads + h;  // index into [.., 8] and [.., 8, 128]
+  const std::int64_t qk_row = (r * kQKHeads + h / kVHeadsPerQKHead) * kHeadSize;
+  double q[kHeadSize], k[kHeadSize], v[kHeadSize], out[kHeadSize];
+  load_doubles(in.q, qk_row, kHeadSize, q);
+  load_doubles(in.k, qk_row, kHeadSize, k);
+  load_doubles(in.v, head * kHeadSize, kHeadSize, v);
+  const Gates g = gates(in.A_log.get(h), in.a.get(head), in.dt_bias.get(h), in.b.get(head));
+  delta_rule_step(state, q, k, v, g, in.scale, out);
+  for (int i = 0; i < kHeadSize; ++i) output.set(head * kHeadSize + i, out[i]);
+}
+
+/// Loads the float32 state matrix starting at element `first` (zeros when there is no state).
+inline void load_state(const HostTensor* state, std::int64_t first, double* dst) {
+  for (int i = 0; i < kStateElements; ++i) dst[i] = state ? state->data<float>()[first + i] : 0.0;
+}
+
+inline void store_state(const double* src, HostTensor& new_state, std::int64_t first) {
+  float* dst = new_state.data<float>() + first;
+  for (int i = 0; i < kStateElements; ++i) dst[i] = static_cast<float>(src[i]);
+}
+
 }  // namespace kh::gdn
