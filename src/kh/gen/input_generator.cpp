@@ -2,7 +2,7 @@
 
 #include "kh/core/error.h"
 #include "kh/core/safetensors.h"
-#include "kh/gen/official_distribution.h"
+#include "kh/gen/draw.h"
 
 namespace kh {
 
@@ -62,8 +62,31 @@ HostTensor InputGenerator::load_safetensors_input(const TensorDecl& decl,
 void InputGenerator::fill_range(const std::string& input, std::int64_t trial, HostTensor& tensor,
                                 std::int64_t begin, std::int64_t end) const {
   const GenContext ctx = context(trial, input);
-  if (op_ && op_->fill(ctx, input, tensor, begin, end)) return;
-  fill_official(tensor, ctx.stream(input), begin, end);
+  if (auto r = recipe_of(ctx, input)) {
+    draw(*r, tensor, begin, end);
+    return;
+  }
+  op_->fill(ctx, input, tensor, begin, end);
+}
+
+std::optional<DrawRecipe> InputGenerator::recipe_of(const GenContext& ctx,
+                                                    const std::string& input) const {
+  if (op_) return op_->recipe(ctx, input);
+  return DrawRecipe{DrawKind::kOfficial, ctx.stream(input)};
+}
+
+std::optional<DrawRecipe> InputGenerator::recipe(const std::string& input,
+                                                 std::int64_t trial) const {
+  const WorkloadInput* source = workload_.find_input(input);
+  if (source) return std::nullopt;  // a safetensors tensor or a scalar given by the workload
+  for (const auto& decl : def_.inputs) {
+    if (decl.name != input) continue;
+    const GenContext ctx = context(trial, input);
+    if (decl.is_scalar() || (decl.optional && op_ && !op_->is_present(ctx, input)))
+      return std::nullopt;
+    return recipe_of(ctx, input);
+  }
+  fail("definition {} has no input '{}'", def_.name, input);
 }
 
 InputSet InputGenerator::generate(std::int64_t trial, const std::set<std::string>& deferred) const {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -40,12 +41,16 @@ class InputGenerator {
   void fill_range(const std::string& input, std::int64_t trial, HostTensor& tensor,
                   std::int64_t begin, std::int64_t end) const;
   bool is_structural(const std::string& input) const;
+  /// The recipe input `input` of trial `trial` is drawn with (so it can be drawn on a device),
+  /// or nullopt if it comes from the workload, is a scalar or absent, or is drawn by host code.
+  std::optional<DrawRecipe> recipe(const std::string& input, std::int64_t trial) const;
 
   /// Adversarial variants offered for a definition.
   static std::vector<VariantInfo> variants(const Definition& def);
 
  private:
   GenContext context(std::int64_t trial, const std::string& input) const;
+  std::optional<DrawRecipe> recipe_of(const GenContext& ctx, const std::string& input) const;
   HostTensor load_safetensors_input(const TensorDecl& decl, const WorkloadInput& source) const;
 
   const Definition& def_;

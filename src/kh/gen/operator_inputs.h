@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kh/core/host_tensor.h"
+#include "kh/gen/draw_recipe.h"
 #include "kh/gen/stream_key.h"
 #include "kh/spec/definition.h"
 #include "kh/spec/workload.h"
@@ -57,10 +58,16 @@ class OperatorInputs {
   virtual std::optional<double> default_scalar(const std::string& /*input*/) const {
     return std::nullopt;
   }
-  /// Fills elements [begin, end) of `tensor` (allocated with the definition's shape) for input
-  /// `name`. Returns false to leave the input to the official distribution. Generators that are
-  /// not element-wise only support the full range and say so with an error otherwise.
-  virtual bool fill(const GenContext& ctx, const std::string& name, HostTensor& tensor,
+  /// How input `name` is drawn when a recipe describes it: the host and the device generators
+  /// then give the same bits. The default is the official distribution of the input's dtype;
+  /// nullopt means the operator draws it in host code (fill).
+  virtual std::optional<DrawRecipe> recipe(const GenContext& ctx, const std::string& name) const {
+    return DrawRecipe{DrawKind::kOfficial, ctx.stream(name)};
+  }
+  /// Fills elements [begin, end) of `tensor` (allocated with the definition's shape) for an input
+  /// whose recipe() is nullopt. Generators that are not element-wise only support the full range
+  /// and say so with an error otherwise.
+  virtual void fill(const GenContext& ctx, const std::string& name, HostTensor& tensor,
                     std::int64_t begin, std::int64_t end) const = 0;
 };
 

@@ -43,17 +43,21 @@ class DsaAttentionInputs final : public OperatorInputs {
     return std::nullopt;
   }
 
-  bool fill(const GenContext& ctx, const std::string& name, HostTensor& t, std::int64_t begin,
-            std::int64_t end) const override {
+  std::optional<DrawRecipe> recipe(const GenContext& ctx, const std::string& name) const override {
+    if (name == "sparse_indices") return std::nullopt;
+    DrawRecipe r{DrawKind::kOfficial, ctx.stream(name)};  // caches and queries: N(0,1) in bf16
     if ((name == "q_nope" || name == "q_pe") && ctx.variant == "extreme") {
-      const RandomStream s = ctx.stream(name);
-      for (std::int64_t i = begin; i < end; ++i) t.set(i, kExtremeQueryScale * s.normal(i));
-      return true;
+      r.kind = DrawKind::kScaledNormal;
+      r.scale = kExtremeQueryScale;
     }
-    if (name != "sparse_indices") return false;
+    return r;
+  }
+
+  void fill(const GenContext& ctx, const std::string& name, HostTensor& t, std::int64_t begin,
+            std::int64_t end) const override {
+    if (name != "sparse_indices") fail("dsa attention inputs: no host generator for '{}'", name);
     require_full_range(name, t, begin, end);
     fill_indices(ctx, t);
-    return true;
   }
 
  private:

@@ -5,22 +5,18 @@
 // the sequence lengths are consistent with max_num_pages: kh.long_rows rows (default 1, as in the
 // official set) span all max_num_pages pages, the others hold at most 2048 tokens.
 #include <algorithm>
-#include <cstring>
 
 #include "kh/core/error.h"
-#include "kh/core/minifloat.h"
 #include "kh/gen/official_distribution.h"
 #include "kh/gen/operator_inputs.h"
 #include "kh/gen/operators/page_sampler.h"
-#include "kh/ref/dsa_index_cache.h"
+#include "kh/ref/dsa_index_layout.h"
 
 namespace kh {
 namespace {
 
 using dsa::kIndexHeadDim;
 using dsa::kPageSize;
-constexpr float kFp8Max = 448.0f;
-constexpr float kMinAmax = 1e-4f;
 constexpr std::int64_t kTiePoolSize = 16;         // ties: keys repeat from a pool of 16 vectors
 constexpr double kNearTieStep = 1.0 / (1 << 20);  // near_ties: scales differ by ~1e-6 relative
 constexpr std::int64_t kZeroLengthEvery = 3;
@@ -39,25 +35,29 @@ class DsaIndexerInputs final : public OperatorInputs {
     };
   }
 
-  bool fill(const GenContext& ctx, const std::string& name, HostTensor& t, std::int64_t begin,
+  std::optional<DrawRecipe> recipe(const GenContext& ctx, const std::string& name) const override {
+    if (name == "seq_lens" || name == "block_table") return std::nullopt;
+    DrawRecipe r{DrawKind::kOfficial, ctx.stream(name)};  // q_index_fp8 and weights: official
+    if (name == "k_index_cache_fp8") {
+      r.kind = DrawKind::kIndexerKeyPages;
+      const bool ties = ctx.variant == "ties" || ctx.variant == "near_ties";
+      r.pool = ties ? kTiePoolSize : 0;
+      r.near_tie_step = ctx.variant == "near_ties" ? kNearTieStep : 0.0;
+    }
+    return r;
+  }
+
+  void fill(const GenContext& ctx, const std::string& name, HostTensor& t, std::int64_t begin,
             std::int64_t end) const override {
+    require_full_range(name, t, begin, end);
     if (name == "seq_lens") {
-      require_full_range(name, t, begin, end);
       const auto lens = seq_lens(ctx);
       for (std::size_t b = 0; b < lens.size(); ++b) t.set(static_cast<std::int64_t>(b), lens[b]);
-      return true;
-    }
-    if (name == "block_table") {
-      require_full_range(name, t, begin, end);
+    } else if (name == "block_table") {
       fill_block_table(ctx, t);
-      return true;
+    } else {
+      fail("dsa indexer inputs: no host generator for '{}'", name);
     }
-    if (name == "k_index_cache_fp8") {
-      require_full_range(name, t, begin, end);
-      fill_cache(ctx, t);
-      return true;
-    }
-    return false;  // q_index_fp8 and weights: official distributions
   }
 
  private:
@@ -96,35 +96,6 @@ class DsaIndexerInputs final : public OperatorInputs {
       const auto row = sample_distinct(s, b * pages * 4, num_pages, pages);
       for (std::int64_t p = 0; p < pages; ++p) t.set(b * pages + p, static_cast<double>(row[p]));
     }
-  }
-
-  static void fill_cache(const GenContext& ctx, HostTensor& t) {
-    const std::int64_t num_pages = t.shape().at(0);
-    const RandomStream s = ctx.stream("k_index_cache_fp8");
-    const bool ties = ctx.variant == "ties" || ctx.variant == "near_ties";
-    auto* bytes = reinterpret_cast<std::uint8_t*>(t.bytes());
-    parallel_for(num_pages * kPageSize, [&](std::int64_t b, std::int64_t e) {
-      float key[kIndexHeadDim];
-      for (std::int64_t token = b; token < e; ++token) {
-        const std::int64_t page = token / kPageSize;
-        const int offset = static_cast<int>(token % kPageSize);
-        const std::int64_t source =
-            ties ? s.uniform_int(token, 0, kTiePoolSize - 1) + num_pages * kPageSize : token;
-        float amax = 0;
-        for (int d = 0; d < kIndexHeadDim; ++d) {
-          key[d] = bf16_bits_to_float(
-              float_to_bf16_bits(static_cast<float>(s.normal(source * kIndexHeadDim + d))));
-          amax = std::max(amax, std::abs(key[d]));
-        }
-        float scale = std::max(amax, kMinAmax) / kFp8Max;
-        const float inverse = 1.0f / scale;
-        for (int d = 0; d < kIndexHeadDim; ++d)
-          bytes[dsa::key_value_byte(page, offset, d)] = float_to_e4m3(key[d] * inverse);
-        if (ctx.variant == "near_ties")
-          scale = static_cast<float>(scale * (1.0 + kNearTieStep * static_cast<double>(token % 7)));
-        std::memcpy(bytes + dsa::key_scale_byte(page, offset), &scale, sizeof scale);
-      }
-    });
   }
 };
 

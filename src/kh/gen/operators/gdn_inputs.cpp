@@ -53,59 +53,36 @@ class GdnInputs final : public OperatorInputs {
     return std::nullopt;
   }
 
-  bool fill(const GenContext& ctx, const std::string& name, HostTensor& t, std::int64_t begin,
-            std::int64_t end) const override {
+  std::optional<DrawRecipe> recipe(const GenContext& ctx, const std::string& name) const override {
     const bool extreme = ctx.variant == "extreme";
-    const RandomStream s = ctx.stream(name);
+    DrawRecipe r{DrawKind::kOfficial, ctx.stream(name)};  // v, a, b: N(0,1) as officially
     if (name == "q" || name == "k") {
-      require_full_range(name, t, begin, end);
-      fill_unit_vectors(t, s);
-      return true;
+      r.kind = DrawKind::kUnitVectors;
+      r.group = kHeadDim;
+    } else if (name == "state" || (name == "v" && extreme)) {
+      r.kind = DrawKind::kScaledNormal;
+      r.scale = (name == "state" ? kStateStd : 1.0) * (extreme ? kExtremeValueScale : 1.0);
+    } else if (name == "A_log" || name == "dt_bias") {
+      r.kind = DrawKind::kScaledUniform;
+      r.lo = name == "A_log" ? kALogMin : kDtBiasMin;
+      r.hi = name == "A_log" ? kALogMax : kDtBiasMax;
+    } else if (name == "a" && extreme) {
+      r.kind = DrawKind::kScaledNormal;
+      r.scale = kExtremeGateStd;
+    } else if (name == "cu_seqlens") {
+      return std::nullopt;
     }
-    if (name == "state" || (name == "v" && extreme)) {
-      const double scale =
-          (name == "state" ? kStateStd : 1.0) * (extreme ? kExtremeValueScale : 1.0);
-      parallel_for(end - begin, [&](std::int64_t b, std::int64_t e) {
-        for (std::int64_t i = begin + b; i < begin + e; ++i) t.set(i, scale * s.normal(i));
-      });
-      return true;
-    }
-    if (name == "A_log" || name == "dt_bias") {
-      const bool a_log = name == "A_log";
-      for (std::int64_t i = begin; i < end; ++i)
-        t.set(i, a_log ? s.uniform_range(i, kALogMin, kALogMax)
-                       : s.uniform_range(i, kDtBiasMin, kDtBiasMax));
-      return true;
-    }
-    if (name == "a" && extreme) {
-      for (std::int64_t i = begin; i < end; ++i) t.set(i, kExtremeGateStd * s.normal(i));
-      return true;
-    }
-    if (name == "cu_seqlens") {
-      require_full_range(name, t, begin, end);
-      fill_cu_seqlens(ctx, t, s);
-      return true;
-    }
-    return false;  // v, a, b: N(0,1) as the official generator draws them
+    return r;
+  }
+
+  void fill(const GenContext& ctx, const std::string& name, HostTensor& t, std::int64_t begin,
+            std::int64_t end) const override {
+    if (name != "cu_seqlens") fail("gdn inputs: no host generator for '{}'", name);
+    require_full_range(name, t, begin, end);
+    fill_cu_seqlens(ctx, t, ctx.stream(name));
   }
 
  private:
-  static void fill_unit_vectors(HostTensor& t, const RandomStream& s) {
-    const std::int64_t vectors = t.numel() / kHeadDim;
-    parallel_for(vectors, [&](std::int64_t b, std::int64_t e) {
-      double x[kHeadDim];
-      for (std::int64_t v = b; v < e; ++v) {
-        double norm2 = 0;
-        for (int d = 0; d < kHeadDim; ++d) {
-          x[d] = s.normal(v * kHeadDim + d);
-          norm2 += x[d] * x[d];
-        }
-        const double inv = 1.0 / std::sqrt(norm2);
-        for (int d = 0; d < kHeadDim; ++d) t.set(v * kHeadDim + d, x[d] * inv);
-      }
-    });
-  }
-
   static void fill_cu_seqlens(const GenContext& ctx, HostTensor& t, const RandomStream& s) {
     const std::int64_t n = t.numel() - 1;
     const std::int64_t total = ctx.axis("total_seq_len");

@@ -50,52 +50,55 @@ class MoeInputs final : public OperatorInputs {
     return std::nullopt;
   }
 
-  bool fill(const GenContext& ctx, const std::string& name, HostTensor& t, std::int64_t begin,
+  std::optional<DrawRecipe> recipe(const GenContext& ctx, const std::string& name) const override {
+    DrawRecipe r{DrawKind::kOfficial, ctx.stream(name)};  // routing_logits: N(0,1) officially
+    if (name == "hidden_states" || name == "gemm1_weights" || name == "gemm2_weights") {
+      r.kind = DrawKind::kClampedScaledNormal;
+      r.scale = kCodeStd;
+      r.hi = kFp8Max;
+    } else if (name == "hidden_states_scale") {
+      const double gain = ctx.variant == "extreme" ? kExtremeActivationScale : 1.0;
+      r.kind = DrawKind::kScaledUniform;
+      r.scale = gain / kCodeStd;
+      r.lo = kActivationScaleLo;
+      r.hi = kActivationScaleHi;
+    } else if (name == "gemm1_weights_scale" || name == "gemm2_weights_scale") {
+      r.kind = DrawKind::kScaledUniform;
+      r.scale = kWeightStd / kCodeStd;
+      r.lo = kScaleJitterLo;
+      r.hi = kScaleJitterHi;
+    } else if (name == "routing_bias" || (name == "routing_logits" && hot_variant(ctx))) {
+      return std::nullopt;  // 256 values, some of them planted: host code
+    }
+    return r;
+  }
+
+  void fill(const GenContext& ctx, const std::string& name, HostTensor& t, std::int64_t begin,
             std::int64_t end) const override {
     const RandomStream s = ctx.stream(name);
     auto each = [&](auto value_of) {
-      parallel_for(end - begin, [&](std::int64_t b, std::int64_t e) {
-        for (std::int64_t i = begin + b; i < begin + e; ++i) t.set(i, value_of(i));
-      });
+      for (std::int64_t i = begin; i < end; ++i) t.set(i, value_of(i));
     };
-    auto code = [&](std::int64_t i) {
-      return std::clamp(kCodeStd * s.normal(i), -kFp8Max, kFp8Max);
-    };
-    if (name == "hidden_states" || name == "gemm1_weights" || name == "gemm2_weights") {
-      each(code);
-      return true;
-    }
-    if (name == "hidden_states_scale") {
-      const double gain = ctx.variant == "extreme" ? kExtremeActivationScale : 1.0;
-      each([&](std::int64_t i) {
-        return gain / kCodeStd * s.uniform_range(i, kActivationScaleLo, kActivationScaleHi);
-      });
-      return true;
-    }
-    if (name == "gemm1_weights_scale" || name == "gemm2_weights_scale") {
-      each([&](std::int64_t i) {
-        return kWeightStd / kCodeStd * s.uniform_range(i, kScaleJitterLo, kScaleJitterHi);
-      });
-      return true;
-    }
     if (name == "routing_bias") {
-      const bool zero = ctx.variant == "one_expert" || ctx.variant == "no_local";
+      const bool zero = hot_variant(ctx);
       each([&](std::int64_t i) { return zero ? 0.0 : kBiasStd * s.normal(i); });
-      return true;
+      return;
     }
-    if (name == "routing_logits" && (ctx.variant == "one_expert" || ctx.variant == "no_local")) {
-      const std::int64_t offset = local_offset(ctx);
-      each([&](std::int64_t i) {
-        const std::int64_t expert = i % kExperts;
-        if (ctx.variant == "one_expert" && (expert == offset || expert == (offset ^ 1)))
-          return kDominantLogit;  // local expert 0 and a neighbour in its group: the group wins
-        if (ctx.variant == "no_local" && expert >= offset && expert < offset + kLocalExperts)
-          return -kDominantLogit;
-        return s.normal(i);
-      });
-      return true;
-    }
-    return false;  // routing_logits: N(0,1) as officially drawn
+    if (name != "routing_logits") fail("moe inputs: no host generator for '{}'", name);
+    const std::int64_t offset = local_offset(ctx);
+    each([&](std::int64_t i) {
+      const std::int64_t expert = i % kExperts;
+      if (ctx.variant == "one_expert" && (expert == offset || expert == (offset ^ 1)))
+        return kDominantLogit;  // local expert 0 and a neighbour in its group: the group wins
+      if (ctx.variant == "no_local" && expert >= offset && expert < offset + kLocalExperts)
+        return -kDominantLogit;
+      return s.normal(i);
+    });
+  }
+
+ private:
+  static bool hot_variant(const GenContext& ctx) {
+    return ctx.variant == "one_expert" || ctx.variant == "no_local";
   }
 };
 
