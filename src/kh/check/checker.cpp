@@ -42,6 +42,10 @@ CheckPolicy policy_for(const Definition& def) {
   return CheckPolicy::kDefault;
 }
 
+bool policy_reads_inputs(CheckPolicy policy) {
+  return policy == CheckPolicy::kTopKSet;
+}
+
 CheckResult check_outputs(const Definition& def, const InputSet& inputs, const OutputSet& reference,
                           const OutputSet& solution, const CheckOptions& options) {
   switch (policy_for(def)) {

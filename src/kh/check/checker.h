@@ -23,6 +23,10 @@ std::string_view policy_name(CheckPolicy policy);  // "default", "lowbit", "topk
 /// definition needs a policy kh does not implement (op_type "sampling").
 CheckPolicy policy_for(const Definition& def);
 
+/// Whether the policy reads the call's inputs (the top-k set check recomputes scores); the
+/// others judge outputs against the reference alone.
+bool policy_reads_inputs(CheckPolicy policy);
+
 /// Picks the policy for the definition and checks all its outputs of one call.
 CheckResult check_outputs(const Definition& def, const InputSet& inputs, const OutputSet& reference,
                           const OutputSet& solution, const CheckOptions& options);

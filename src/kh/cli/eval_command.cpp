@@ -144,6 +144,7 @@ void run(Options& o) {
                          {"definition", def.name},
                          {"backend", o.eval.backend},
                          {"official", o.eval.official},
+                         {"reference", o.eval.cpu_reference ? "cpu" : "auto"},
                          {"trials", o.eval.trials},
                          {"seed", o.eval.seed},
                          {"variant", o.eval.variant},
@@ -213,6 +214,9 @@ void add_eval_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--official", o->eval.official,
                 "the official rules alone (no poisoning, canaries, input checks, anti-caching)");
+  cmd->add_flag("--cpu-reference", o->eval.cpu_reference,
+                "judge with the fp64 CPU references on host-drawn inputs even on the cuda backend "
+                "(slow; cross-checks the GPU references)");
   cmd->add_flag("--sanitize", o->eval.sanitize, "run the worker under compute-sanitizer memcheck");
   cmd->add_flag("--json", o->json, "print the results as JSON");
   cmd->callback([o] { run(*o); });

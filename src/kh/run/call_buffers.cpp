@@ -5,6 +5,7 @@
 
 #include "kh/check/check_result.h"
 #include "kh/core/error.h"
+#include "kh/gen/device_fill.h"
 
 namespace kh {
 namespace {
@@ -51,7 +52,8 @@ CallBuffers::Buffer CallBuffers::allocate(const std::string& name, DType dtype, 
 }
 
 CallBuffers::CallBuffers(MemoryBackend& backend, const Definition& def, const AxisValues& axes,
-                         const InputSet& inputs, std::size_t red_zone_bytes)
+                         const InputSet& inputs, std::size_t red_zone_bytes,
+                         const DeviceDraws& device_draws)
     : backend_(backend), red_zone_(red_zone_bytes) {
   const std::size_t count = def.inputs.size() + def.outputs.size();
   shapes_.reserve(count);
@@ -74,13 +76,14 @@ CallBuffers::CallBuffers(MemoryBackend& backend, const Definition& def, const Ax
       input_buffer_.push_back(kNone);
     } else {
       buffers_.push_back(allocate(decl.name, decl.dtype, shapes_.back(), false));
-      backend_.upload(buffers_.back().data(), host->bytes(), host->nbytes());
       t.data = buffers_.back().data();
       t.device = backend_.device();
       input_buffer_.push_back(buffers_.size() - 1);
     }
     tensors_.push_back(t);
   }
+  for (std::size_t i = 0; i < input_buffer_.size(); ++i)
+    fill_input(i, inputs.find(def.inputs[i].name), device_draws);
   for (const auto& decl : def.outputs) {
     shapes_.push_back(def.shape_of(decl, axes));
     buffers_.push_back(allocate(decl.name, decl.dtype, shapes_.back(), true));
@@ -121,20 +124,41 @@ void CallBuffers::poison_outputs() {
   }
 }
 
-void CallBuffers::reupload_inputs(const InputSet& inputs) {
-  for (std::size_t i = 0; i < input_buffer_.size(); ++i) {
-    const std::string& name = inputs[i].name;
-    const HostTensor* host = inputs.find(name);
-    if (input_buffer_[i] == kNone) {
-      if (tensors_[i].device.device_type == kDLCPU && tensors_[i].data && host)
-        std::memcpy(tensors_[i].data, host->bytes(), host->nbytes());  // a scalar
-      continue;
-    }
-    const Buffer& b = buffers_[input_buffer_[i]];
-    if (!host || host->nbytes() != b.bytes)
-      fail("input '{}': new values do not fit the buffer of the first call", name);
-    backend_.upload(b.data(), host->bytes(), b.bytes);
+void CallBuffers::fill_input(std::size_t i, const HostTensor* host,
+                             const DeviceDraws& device_draws) {
+  if (input_buffer_[i] == kNone) {
+    if (tensors_[i].device.device_type == kDLCPU && tensors_[i].data && host)
+      std::memcpy(tensors_[i].data, host->bytes(), host->nbytes());  // a scalar
+    return;
   }
+  const Buffer& b = buffers_[input_buffer_[i]];
+  if (auto draw = device_draws.find(b.name); draw != device_draws.end()) {
+    if (backend_.device().device_type != kDLCUDA)
+      fail("input '{}': the {} backend cannot draw inputs in its memory", b.name, backend_.name());
+    draw_on_device(draw->second, b.data(), b.dtype, shape_numel(b.shape), backend_.stream());
+    drawn_digests_[b.name] = backend_.digest(b.data(), b.bytes);
+    return;
+  }
+  if (!host || host->nbytes() != b.bytes)
+    fail("input '{}': the values do not fit its buffer ({} bytes)", b.name, b.bytes);
+  backend_.upload(b.data(), host->bytes(), b.bytes);
+}
+
+void CallBuffers::reupload_inputs(const InputSet& inputs, const DeviceDraws& device_draws) {
+  drawn_digests_.clear();
+  for (std::size_t i = 0; i < input_buffer_.size(); ++i)
+    fill_input(i, inputs.find(inputs[i].name), device_draws);
+}
+
+HostTensor CallBuffers::download_input(const std::string& name) const {
+  for (std::size_t i = 0; i < input_buffer_.size(); ++i) {
+    if (input_buffer_[i] == kNone || buffers_[input_buffer_[i]].name != name) continue;
+    const Buffer& b = buffers_[input_buffer_[i]];
+    HostTensor t(b.dtype, b.shape);
+    backend_.download(t.bytes(), b.data(), b.bytes);
+    return t;
+  }
+  fail("no input buffer named '{}'", name);
 }
 
 std::optional<std::string> CallBuffers::damaged_red_zone() const {
@@ -167,6 +191,11 @@ std::optional<std::string> CallBuffers::modified_input(const InputSet& expected)
   for (std::size_t i = 0; i < input_buffer_.size(); ++i) {
     if (input_buffer_[i] == kNone) continue;
     const Buffer& b = buffers_[input_buffer_[i]];
+    if (auto drawn = drawn_digests_.find(b.name); drawn != drawn_digests_.end()) {
+      if (backend_.digest(b.data(), b.bytes) != drawn->second)
+        return fmt::format("modified input '{}' (its digest changed during the call)", b.name);
+      continue;
+    }
     const HostTensor& want = expected[i].tensor;
     HostTensor now(b.dtype, b.shape);
     backend_.download(now.bytes(), b.data(), b.bytes);

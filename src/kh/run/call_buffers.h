@@ -6,12 +6,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <dlpack/dlpack.h>
 
+#include "kh/gen/draw_recipe.h"
 #include "kh/gen/input_set.h"
 #include "kh/run/memory_backend.h"
 #include "kh/spec/definition.h"
@@ -24,12 +26,17 @@ namespace kh {
 inline constexpr std::size_t kRedZoneBytes = 512;
 inline constexpr unsigned char kCanaryByte = 0xA5;
 
+/// Inputs drawn where they live (on the device) instead of uploaded: input name -> recipe.
+using DeviceDraws = std::map<std::string, DrawRecipe>;
+
 class CallBuffers {
  public:
-  /// Allocates and uploads the inputs, allocates the outputs (uninitialised) and a workspace of
-  /// `workspace_bytes` (sized later with set_workspace).
+  /// Allocates the inputs and fills them: those named in `device_draws` are drawn in the
+  /// backend's memory (the host tensors of those are placeholders), the others uploaded. Then
+  /// allocates the outputs (uninitialised) and a workspace (sized later with set_workspace).
   CallBuffers(MemoryBackend& backend, const Definition& def, const AxisValues& axes,
-              const InputSet& inputs, std::size_t red_zone_bytes = kRedZoneBytes);
+              const InputSet& inputs, std::size_t red_zone_bytes = kRedZoneBytes,
+              const DeviceDraws& device_draws = {});
   ~CallBuffers();
   CallBuffers(const CallBuffers&) = delete;
   CallBuffers& operator=(const CallBuffers&) = delete;
@@ -44,10 +51,15 @@ class CallBuffers {
   /// bytes for integers: an out-of-range index).
   void poison_outputs();
   /// Overwrites the inputs in place (same addresses) with new values of the same shapes.
-  void reupload_inputs(const InputSet& inputs);
+  void reupload_inputs(const InputSet& inputs, const DeviceDraws& device_draws = {});
+  /// The first inputs().size() tensors: the inputs in definition order.
+  std::size_t input_count() const { return input_buffer_.size(); }
+  /// A copy of an input's current contents in host memory.
+  HostTensor download_input(const std::string& name) const;
   /// The name of the first buffer whose red zone changed and on which side, or nullopt.
   std::optional<std::string> damaged_red_zone() const;
-  /// Where an input differs from `expected` ("input 'v' at [0, 0, 3, 5]"), or nullopt.
+  /// Where an input differs from `expected` ("input 'v' at [0, 0, 3, 5]"), or nullopt. Inputs
+  /// drawn on the device are compared with the digest taken after drawing them.
   std::optional<std::string> modified_input(const InputSet& expected) const;
   OutputSet download_outputs() const;
 
@@ -63,6 +75,7 @@ class CallBuffers {
     void* data() const { return static_cast<char*>(base) + red_zone; }
   };
   Buffer allocate(const std::string& name, DType dtype, const Shape& shape, bool is_output);
+  void fill_input(std::size_t i, const HostTensor* host, const DeviceDraws& device_draws);
 
   MemoryBackend& backend_;
   std::size_t red_zone_;
@@ -71,6 +84,7 @@ class CallBuffers {
   std::vector<HostTensor> scalars_;  // host copies the scalar DLTensors point into
   std::vector<DLTensor> tensors_;
   std::vector<std::size_t> input_buffer_;  // per input: index into buffers_ or SIZE_MAX
+  std::map<std::string, std::uint64_t> drawn_digests_;  // inputs drawn on the device
   std::optional<Buffer> workspace_;
   std::uint64_t workspace_bytes_ = 0;
 };

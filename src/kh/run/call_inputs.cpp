@@ -27,4 +27,17 @@ InputSet generate_call_inputs(const InputGenerator& generator, std::int64_t tria
   return inputs;
 }
 
+DrawnCallInputs generate_drawn_call_inputs(const InputGenerator& generator, std::int64_t trial) {
+  DrawnCallInputs call;
+  std::set<std::string> deferred;
+  for (const auto& decl : generator.definition().inputs) {
+    if (auto recipe = generator.recipe(decl.name, trial)) {
+      call.draws.emplace(decl.name, *recipe);
+      deferred.insert(decl.name);
+    }
+  }
+  call.host = generator.generate(trial, deferred);
+  return call;
+}
+
 }  // namespace kh

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "kh/gen/input_generator.h"
@@ -16,5 +17,14 @@ Workload find_workload(const Dataset& dataset, const Definition& def, const std:
 
 /// All inputs of one call of trial `trial`, materialising only what the outputs depend on.
 InputSet generate_call_inputs(const InputGenerator& generator, std::int64_t trial);
+
+/// The inputs of one call for a backend that draws inputs in its own memory: every input a
+/// recipe describes is left to `draws` (its host tensor is an untouched placeholder), the rest
+/// (index structures, workload tensors, scalars) is drawn on the host.
+struct DrawnCallInputs {
+  InputSet host;
+  std::map<std::string, DrawRecipe> draws;
+};
+DrawnCallInputs generate_drawn_call_inputs(const InputGenerator& generator, std::int64_t trial);
 
 }  // namespace kh

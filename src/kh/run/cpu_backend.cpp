@@ -2,6 +2,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "kh/core/digest.h"
 #include "kh/core/error.h"
 #include "kh/run/memory_backend.h"
 
@@ -29,6 +30,13 @@ class CpuBackend final : public MemoryBackend {
   }
   void download(void* dst, const void* src, std::size_t bytes) override {
     std::memcpy(dst, src, bytes);
+  }
+  void zero(void* dst, std::size_t bytes) override { std::memset(dst, 0, bytes); }
+  std::uint64_t digest(const void* src, std::size_t bytes) override {
+    std::uint64_t sum = 0;
+    for (std::size_t i = 0; i < (bytes + 7) / 8; ++i)
+      sum += digest_term(digest_word(static_cast<const unsigned char*>(src), bytes, i), i);
+    return sum;
   }
   void synchronize() override {}
 };

@@ -120,7 +120,8 @@ WorkloadVerdict Evaluator::evaluate(const Definition& def, const Workload& workl
                           {"seed", options_.seed},
                           {"variant", options_.variant},
                           {"official", options_.official},
-                                            {"sanitize", options_.sanitize}},
+                          {"sanitize", options_.sanitize},
+                          {"cpu_reference", options_.cpu_reference}},
                          options_.call_timeout, std::max(left, std::chrono::milliseconds(1)));
     ++v.trials_run;
     CheckResult result;

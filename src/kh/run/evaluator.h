@@ -27,6 +27,7 @@ struct EvalOptions {
   std::string backend = "cpu";
   int device = 0;
   bool sanitize = false;
+  bool cpu_reference = false;  // TrialOptions::cpu_reference
   std::chrono::milliseconds call_timeout{10'000};
   std::chrono::milliseconds workload_timeout{300'000};
   std::chrono::milliseconds start_timeout{30'000};

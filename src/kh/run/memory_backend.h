@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -34,6 +35,9 @@ class MemoryBackend {
   virtual void release(void* p) = 0;
   virtual void upload(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void download(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void zero(void* dst, std::size_t bytes) = 0;
+  /// The digest (core/digest.h) of a byte range, computed where it lives.
+  virtual std::uint64_t digest(const void* src, std::size_t bytes) = 0;
   /// Waits for the candidate's work; throws DeviceError carrying the device's error if any.
   virtual void synchronize() = 0;
 };

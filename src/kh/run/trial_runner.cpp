@@ -7,6 +7,7 @@
 #include "kh/ref/cpu_reference.h"
 #include "kh/run/call_buffers.h"
 #include "kh/run/call_inputs.h"
+#include "kh/run/device_reference.h"
 
 namespace kh {
 namespace {
@@ -65,10 +66,22 @@ TrialResult run_trial(MemoryBackend& backend, const CandidateLibrary& library,
   const CheckOptions check_options = official_options(def, options.official);
   TrialResult result;
 
-  const InputSet inputs = generate_call_inputs(generator, trial);
-  const OutputSet reference = run_cpu_reference(def, generator.axes(), inputs);
-  CallBuffers buffers(backend, def, generator.axes(), inputs,
-                      options.red_zones ? kRedZoneBytes : 0);
+  // On a GPU the inputs are drawn and the reference computed in device memory; elsewhere (or
+  // for a definition without a GPU reference) both happen on the host.
+  const bool on_device = !options.cpu_reference && has_device_reference(backend, def);
+  const std::size_t red_zone = options.red_zones ? kRedZoneBytes : 0;
+  DrawnCallInputs call = on_device ? generate_drawn_call_inputs(generator, trial)
+                                   : DrawnCallInputs{generate_call_inputs(generator, trial), {}};
+  InputSet& inputs = call.host;
+  CallBuffers buffers(backend, def, generator.axes(), inputs, red_zone, call.draws);
+  auto reference_of = [&](InputSet& host, const DeviceDraws& draws) {
+    if (!on_device) return run_cpu_reference(def, generator.axes(), host);
+    OutputSet out = run_device_reference(backend, def, generator.axes(), buffers);
+    if (policy_reads_inputs(policy_for(def)))
+      for (const auto& [name, recipe] : draws) host.at(name) = buffers.download_input(name);
+    return out;
+  };
+  const OutputSet reference = reference_of(inputs, call.draws);
   const auto& t = buffers.tensors();
   buffers.set_workspace(library.workspace_bytes(t.data(), static_cast<std::int32_t>(t.size())));
 
@@ -91,9 +104,13 @@ TrialResult run_trial(MemoryBackend& backend, const CandidateLibrary& library,
   result.determinism_checked = true;
   result.deterministic = same_bits(first, again);
 
-  const InputSet fresh = generate_call_inputs(generator, trial + kAntiCachingTrialOffset);
-  const OutputSet fresh_reference = run_cpu_reference(def, generator.axes(), fresh);
-  buffers.reupload_inputs(fresh);
+  const std::int64_t fresh_trial = trial + kAntiCachingTrialOffset;
+  DrawnCallInputs fresh_call = on_device
+                                   ? generate_drawn_call_inputs(generator, fresh_trial)
+                                   : DrawnCallInputs{generate_call_inputs(generator, fresh_trial), {}};
+  InputSet& fresh = fresh_call.host;
+  buffers.reupload_inputs(fresh, fresh_call.draws);
+  const OutputSet fresh_reference = reference_of(fresh, fresh_call.draws);
   OutputSet third;
   ++result.calls;
   if (auto failure = call_once(backend, library, buffers, fresh, strict, observer, third)) {

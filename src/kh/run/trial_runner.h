@@ -26,6 +26,9 @@ inline constexpr std::int64_t kAntiCachingTrialOffset = 1'000'003;
 struct TrialOptions {
   bool official = false;
   bool red_zones = true;  // off under compute-sanitizer, which checks bounds itself
+  // Judge with the CPU reference on host-drawn inputs even where a GPU reference could run
+  // (slow; for cross-checking the GPU references).
+  bool cpu_reference = false;
 };
 
 struct TrialResult {

@@ -77,6 +77,13 @@ class Worker {
       if (!library_) return {{"ok", false}, {"kind", "internal"}, {"error", "no candidate loaded"}};
       open_dataset(c.at("root").as_string());
       const Definition& def = dataset_->definition(c.at("definition").as_string());
+      auto trial_options = [](const JsonCursor& request) {
+        TrialOptions o;
+        o.official = request.at("official").as_bool();
+        o.red_zones = !request.at("sanitize").as_bool();
+        o.cpu_reference = request.at("cpu_reference").as_bool();
+        return o;
+      };
       InputGenerator generator(def, find_workload(*dataset_, def, c.at("workload").as_string()),
                                dataset_->root(),
                                GeneratorOptions{static_cast<std::uint64_t>(c.at("seed").as_int()),
@@ -88,7 +95,7 @@ class Worker {
                               send({{"event", kEventCallEnd}});
                             }};
       const TrialResult r = run_trial(*backend_, *library_, generator, c.at("trial").as_int(),
-                                      TrialOptions{c.at("official").as_bool(), !c.at("sanitize").as_bool()}, observer);
+                                      trial_options(c), observer);
       Json reply = check_result_json(r.check);
       reply["ok"] = true;
       reply["calls"] = r.calls;

@@ -3,7 +3,8 @@
 //   coordinator -> worker   {"id": n, "op": "load", "library": path | "builtin:...", "entry":
 //                            symbol (a builtin: the definition), "root": dataset}
 //                           {"id": n, "op": "trial", "root", "definition", "workload", "trial",
-//                            "seed", "variant", "official", "sanitize"}
+//                            "seed", "variant", "official", "sanitize",
+//                            "cpu_reference"}
 //                           {"id": n, "op": "quit"}
 //   worker -> coordinator   {"event": "call_start"} / {"event": "call_end"}   around each call
 //                           {"id": n, "ok": true, ...result} | {"id": n, "ok": false,

@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include "kh/core/error.h"
+#include "kh/run/cuda/device_digest.h"
 #include "kh/run/memory_backend.h"
 
 namespace kh {
@@ -39,6 +40,12 @@ class CudaBackend final : public MemoryBackend {
   void download(void* dst, const void* src, std::size_t bytes) override {
     check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_), "copy to host");
     check(cudaStreamSynchronize(stream_), "copy to host");
+  }
+  void zero(void* dst, std::size_t bytes) override {
+    check(cudaMemsetAsync(dst, 0, bytes, stream_), "memset");
+  }
+  std::uint64_t digest(const void* src, std::size_t bytes) override {
+    return device_digest(src, bytes, stream_);
   }
   void synchronize() override {
     check(cudaGetLastError(), "kernel launch");

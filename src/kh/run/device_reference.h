@@ -1,0 +1,20 @@
+// The reference of one call computed where the candidate's inputs live: the definition's GPU
+// reference runs on the very input buffers the candidate receives (before the candidate touches
+// them), into outputs of its own, which come back to the host for the checker.
+#pragma once
+
+#include "kh/gen/input_set.h"
+#include "kh/run/call_buffers.h"
+#include "kh/run/memory_backend.h"
+#include "kh/spec/definition.h"
+
+namespace kh {
+
+/// Whether run_device_reference can serve this definition on this backend.
+bool has_device_reference(const MemoryBackend& backend, const Definition& def);
+
+/// Runs the GPU reference on the inputs in `buffers` and returns its outputs on the host.
+OutputSet run_device_reference(MemoryBackend& backend, const Definition& def,
+                               const AxisValues& axes, const CallBuffers& buffers);
+
+}  // namespace kh
