@@ -31,7 +31,7 @@ constexpr Case kCases[] = {
     {"gdn_prefill_qk4_v8_d128_k_last", std::int64_t{1} << 40},
     {"dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64", std::int64_t{1} << 40},
     {"dsa_topk_indexer_fp8_h64_d128_topk2048_ps64", std::int64_t{1} << 40},
-    {"moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048", std::int64_t{2048} * 1000000},
+    {"moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048", std::int64_t{100} * 1000000},
 };
 
 std::int64_t cost(const Definition& def, const Workload& w) {
