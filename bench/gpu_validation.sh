@@ -6,10 +6,12 @@
 # MoE workloads. Everything lands in OUT_DIR (logs, gtest JSON, kh eval JSON); summarise with
 # bench/summarize_gpu_validation.py.
 #
-# Usage: bench/gpu_validation.sh OUT_DIR [TRIALS]
+# Usage: bench/gpu_validation.sh OUT_DIR [TRIALS] [all|tests|evals]
+# (the stages can run in separate sessions into the same OUT_DIR)
 set -u
-out=${1:?usage: bench/gpu_validation.sh OUT_DIR [TRIALS]}
+out=${1:?usage: bench/gpu_validation.sh OUT_DIR [TRIALS] [all|tests|evals]}
 trials=${2:-1}
+stage=${3:-all}
 kh=build/default/kh
 cache=build/test-build-cache
 mkdir -p "$out"
@@ -17,6 +19,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$out/gpu.txt"
 nvcc --version | tail -2 >"$out/nvcc.txt" 2>&1
 git rev-parse HEAD >"$out/commit.txt" 2>/dev/null || echo unknown >"$out/commit.txt"
 
+if [ "$stage" != evals ]; then
 for t in gpu_generator_test gpu_reference_test; do
   build/default/tests/$t --gtest_output=json:"$out/$t.json" >"$out/$t.log" 2>&1
   echo "$t exit $?"
@@ -24,6 +27,8 @@ done
 build/default/tests/gpu_eval_test --gtest_filter='GpuFaults.*' \
   --gtest_output=json:"$out/gpu_eval_test.json" >"$out/gpu_eval_test.log" 2>&1
 echo "gpu_eval_test (faults) exit $?"
+fi
+[ "$stage" = tests ] && exit 0
 
 for dir in examples/*/; do
   def=$(basename "$dir")

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Summarise a bench/gpu_validation.sh output folder as one committed result JSON.
 
-Usage: bench/summarize_gpu_validation.py OUT_DIR RESULT.json
+Usage: bench/summarize_gpu_validation.py OUT_DIR RESULT.json [COMMIT]
+(COMMIT overrides OUT_DIR/commit.txt, for runs on a copy of the tree without its git history)
 """
 import datetime
 import glob
@@ -56,7 +57,7 @@ def main():
     summary = {
         "what": "GPU validation of the evaluation engine (bench/gpu_validation.sh)",
         "date": datetime.date.today().isoformat(),
-        "commit": read(os.path.join(out, "commit.txt")),
+        "commit": sys.argv[3] if len(sys.argv) > 3 else read(os.path.join(out, "commit.txt")),
         "machine": {"gpu": gpu[0] if gpu else "", "driver": gpu[1] if len(gpu) > 1 else "",
                     "nvcc": read(os.path.join(out, "nvcc.txt")).splitlines()[-1:]},
         "method": ("kh eval --backend cuda --json with kh's strict checks (poisoned outputs, red "
