@@ -2,13 +2,15 @@
 # Installs everything kernel-harness needs to build and test on a Debian 12 machine.
 # Idempotent: a second run changes nothing and takes seconds.
 #   - Debian packages: compilers' companions and header/static libraries we link.
-#   - PyPI: the DLPack >= 1.1 and TVM-FFI headers (from the apache-tvm-ffi wheel), unpacked into
-#     .deps/ inside the checkout, so no Python environment is modified.
+#   - PyPI: the DLPack >= 1.1 and TVM-FFI headers (from the apache-tvm-ffi wheel) and the CUPTI
+#     headers and library matching nvcc 13.0 (the toolkit here ships the library without its
+#     headers), unpacked into .deps/ inside the checkout, so no Python environment is modified.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 deps="$root/.deps"
 TVM_FFI_VERSION="0.1.15.post2"
+CUPTI_VERSION="13.0.85"
 
 apt_packages=(
   build-essential cmake ninja-build pkg-config python3 python3-pip unzip
@@ -39,6 +41,22 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$TVM_FFI_VERSION" ]; then
   (cd "$tmp" && unzip -q -o ./*.whl 'tvm_ffi/include/*')
   mv "$tmp/tvm_ffi/include" "$deps/tvm-ffi/include"
   echo "$TVM_FFI_VERSION" >"$stamp"
+fi
+
+stamp="$deps/cupti/.version"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$CUPTI_VERSION" ]; then
+  echo "bootstrap: fetching nvidia-cuda-cupti==$CUPTI_VERSION (CUPTI headers and library)"
+  tmp_cupti="$(mktemp -d)"
+  python3 -m pip download --quiet --no-deps --only-binary=:all: -d "$tmp_cupti" \
+    "nvidia-cuda-cupti==$CUPTI_VERSION"
+  rm -rf "$deps/cupti"
+  mkdir -p "$deps/cupti/lib"
+  (cd "$tmp_cupti" && unzip -q -o ./*.whl 'nvidia/cu13/include/cupti*.h' \
+    'nvidia/cu13/include/cuda_stdint.h' 'nvidia/cu13/include/generated_*' 'nvidia/cu13/lib/libcupti.so.13')
+  mv "$tmp_cupti/nvidia/cu13/include" "$deps/cupti/include"
+  mv "$tmp_cupti/nvidia/cu13/lib/libcupti.so.13" "$deps/cupti/lib/"
+  rm -rf "$tmp_cupti"
+  echo "$CUPTI_VERSION" >"$stamp"
 fi
 
 if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then

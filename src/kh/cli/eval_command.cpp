@@ -12,6 +12,7 @@
 #include "kh/build/candidate.h"
 #include "kh/cli/commands.h"
 #include "kh/core/error.h"
+#include "kh/roofline/call_cost.h"
 #include "kh/run/builtin_candidates.h"
 #include "kh/run/evaluator.h"
 #include "kh/spec/dataset.h"
@@ -31,8 +32,32 @@ struct Options {
   double call_timeout_s = 10;
   double workload_timeout_s = 300;
   bool json = false;
+  std::string timing;         // "", cupti, events, graph
+  int warmup = -1, iterations = -1, timing_trials = -1;  // -1: the official count
+  std::string ceilings_file;  // machine ceilings for the roofline floor
   EvalOptions eval;
 };
+
+// The timing part of one result: the summary and every sample, the call's cost and, with
+// ceilings, its floor and the fraction of it the measurement reaches.
+Json timing_json(const WorkloadVerdict& v, const std::optional<MachineCeilings>& ceilings) {
+  if (!v.timing) return nullptr;
+  Json j = timing_result_json(*v.timing);
+  j["cost"] = v.cost;
+  j["environment"] = v.environment;
+  if (ceilings && v.cost.is_object()) {
+    CallCost cost;
+    cost.bytes = v.cost.at("bytes").get<double>();
+    cost.flops = v.cost.at("flops").get<double>();
+    const std::string kind = v.cost.at("flop_kind").get<std::string>();
+    cost.kind = kind == "fp8" ? FlopKind::kFp8 : kind == "bf16" ? FlopKind::kBf16 : FlopKind::kFp32;
+    const double floor = floor_seconds(cost, *ceilings);
+    j["floor_seconds"] = floor;
+    j["fraction_of_floor"] = fraction_of_floor(v.timing->latency_seconds, floor);
+    j["ceilings_gpu"] = ceilings->gpu;
+  }
+  return j;
+}
 
 std::vector<std::pair<std::size_t, Workload>> select(const std::vector<Workload>& all,
                                                      const std::vector<std::string>& wanted,
@@ -95,6 +120,18 @@ void run(Options& o) {
     build = Builder(build_options).build(cand, resolve_params(cand, o.params));
   }
 
+  if (!o.timing.empty()) {
+    o.eval.timing = parse_timing_method(o.timing);
+    if (o.eval.backend != "cuda") fail("--timing needs --backend cuda");
+    TimingConfig config = official_timing_config(def.name);
+    if (o.warmup >= 0) config.warmup = o.warmup;
+    if (o.iterations >= 0) config.iterations = o.iterations;
+    if (o.timing_trials >= 0) config.trials = o.timing_trials;
+    check_timing_config(config);
+    o.eval.timing_config = config;
+  }
+  std::optional<MachineCeilings> ceilings;
+  if (!o.ceilings_file.empty()) ceilings = load_ceilings(o.ceilings_file);
   o.eval.call_timeout = std::chrono::milliseconds(static_cast<long>(o.call_timeout_s * 1000));
   o.eval.workload_timeout =
       std::chrono::milliseconds(static_cast<long>(o.workload_timeout_s * 1000));
@@ -138,7 +175,8 @@ void run(Options& o) {
                          {"trials_run", v.trials_run},
                          {"nondeterministic", v.nondeterministic},
                          {"log_tail", v.log_tail},
-                         {"seconds", v.seconds}});
+                         {"seconds", v.seconds},
+                         {"timing", timing_json(v, ceilings)}});
     }
     const Json report = {{"candidate", cand.name},
                          {"definition", def.name},
@@ -169,6 +207,13 @@ void run(Options& o) {
       const auto& v = verdicts[k];
       std::string note = axes_text(chosen[k].second);
       if (v.nondeterministic) note += "  [nondeterministic]";
+      if (v.timing)
+        note = fmt::format("{:.2f} us ({}{})  ", v.timing->latency_seconds * 1e6,
+                           timing_method_name(v.timing->method),
+                           v.timing->throttled_samples
+                               ? fmt::format(", {} throttled", v.timing->throttled_samples)
+                               : "") +
+               note;
       std::cout << fmt::format("{:>4}  {:<38} {:<22} {:>9.3g} {:>9.3g} {:>9.6f}  {}\n",
                                chosen[k].first, v.workload, status_name(v.check.status),
                                v.check.max_absolute_error, v.check.max_relative_error,
@@ -217,6 +262,16 @@ void add_eval_command(CLI::App& app) {
   cmd->add_flag("--cpu-reference", o->eval.cpu_reference,
                 "judge with the fp64 CPU references on host-drawn inputs even on the cuda backend "
                 "(slow; cross-checks the GPU references)");
+  cmd->add_option("--timing", o->timing,
+                  "time workloads that pass: cupti (official-aligned span), events or graph")
+      ->check(CLI::IsMember({"cupti", "events", "graph"}));
+  cmd->add_option("--warmup", o->warmup, "timing: untimed calls (default: the official count)");
+  cmd->add_option("--iterations", o->iterations,
+                  "timing: timed calls per trial (default: the official count)");
+  cmd->add_option("--timing-trials", o->timing_trials,
+                  "timing: input sets (default: the official count)");
+  cmd->add_option("--ceilings", o->ceilings_file,
+                  "machine ceilings JSON (kh ceilings): adds the roofline floor to timings");
   cmd->add_flag("--sanitize", o->eval.sanitize, "run the worker under compute-sanitizer memcheck");
   cmd->add_flag("--json", o->json, "print the results as JSON");
   cmd->callback([o] { run(*o); });

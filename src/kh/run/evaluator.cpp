@@ -155,8 +155,57 @@ WorkloadVerdict Evaluator::evaluate(const Definition& def, const Workload& workl
     if (v.check.terminal) break;
   }
   if (options_.sanitize) apply_sanitizer_report(v);
+  if (options_.timing && v.check.passed()) time_workload(def, workload, v);
   v.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return v;
+}
+
+void Evaluator::time_workload(const Definition& def, const Workload& workload,
+                              WorkloadVerdict& v) {
+  const TimingConfig config = options_.timing_config.value_or(official_timing_config(def.name));
+  std::vector<std::vector<TimingSample>> trials;
+  auto runtime_error = [&](const std::string& why) {
+    v.check = failure(EvalStatus::kRuntimeError, "timing: " + why);
+    if (worker_) {
+      v.log_tail = worker_->log_tail();
+      worker_->stop();
+      worker_.reset();
+    }
+  };
+  for (int trial = 0; trial < config.trials; ++trial) {
+    if (auto load_failure = ensure_worker()) {
+      v.check = *load_failure;
+      return;
+    }
+    const WorkerReply r = worker_->request({{"op", "time"},
+                                            {"root", options_.root.string()},
+                                            {"definition", def.name},
+                                            {"workload", workload.uuid},
+                                            {"trial", trial},
+                                            {"seed", options_.seed},
+                                            {"variant", options_.variant},
+                                            {"method", timing_method_name(*options_.timing)},
+                                            {"warmup", config.warmup},
+                                            {"iterations", config.iterations}},
+                                           options_.workload_timeout, options_.workload_timeout);
+    if (r.kind != WorkerReply::Kind::kReply) return runtime_error(r.detail);
+    if (!r.body.value("ok", false)) {
+      if (r.body.value("kind", "") == "device") return runtime_error(r.body.value("error", ""));
+      fail("workload {}: timing: {}", workload.uuid, r.body.value("error", "unknown worker error"));
+    }
+    if (const std::string e = r.body.value("error", ""); !e.empty()) return runtime_error(e);
+    std::vector<TimingSample> samples;
+    for (const auto& s : r.body.at("samples"))
+      samples.push_back(make_timing_sample(s.at("seconds").get<double>(),
+                                           s.at("sm_clock_mhz").get<double>(),
+                                           s.at("throttle_reasons").get<std::uint64_t>()));
+    trials.push_back(std::move(samples));
+    if (trial == 0) {
+      v.cost = r.body.value("cost", Json(nullptr));
+      v.environment = r.body.value("environment", Json(nullptr));
+    }
+  }
+  v.timing = summarize_timing(*options_.timing, config, std::move(trials));
 }
 
 }  // namespace kh

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "kh/check/check_result.h"
+#include "kh/gpu/sample_stats.h"
+#include "kh/gpu/timing_config.h"
 #include "kh/run/worker_client.h"
 #include "kh/spec/definition.h"
 #include "kh/spec/workload.h"
@@ -28,6 +30,10 @@ struct EvalOptions {
   int device = 0;
   bool sanitize = false;
   bool cpu_reference = false;  // TrialOptions::cpu_reference
+  // Timing of workloads that passed (cuda backend): the method, and counts overriding the
+  // official ones of the definition (official_timing_config) when set.
+  std::optional<TimingMethod> timing;
+  std::optional<TimingConfig> timing_config;
   std::chrono::milliseconds call_timeout{10'000};
   std::chrono::milliseconds workload_timeout{300'000};
   std::chrono::milliseconds start_timeout{30'000};
@@ -42,6 +48,9 @@ struct WorkloadVerdict {
   bool nondeterministic = false;  // some trial gave different bits for the same inputs
   std::string log_tail;           // RUNTIME_ERROR / TIMEOUT: the end of the worker's log
   double seconds = 0;
+  std::optional<TimingResult> timing;  // when timing was asked for and the workload passed
+  Json cost;                           // the call's roofline cost (trial 0), or null
+  Json environment;                    // the timing worker's device, or null
 };
 
 class Evaluator {
@@ -58,6 +67,8 @@ class Evaluator {
   /// --sanitize: ends the worker so compute-sanitizer writes its summary, and turns reported
   /// errors into RUNTIME_ERROR with the report attached.
   void apply_sanitizer_report(WorkloadVerdict& v);
+  /// Times a passed workload; a timer failure makes it a RUNTIME_ERROR, as officially.
+  void time_workload(const Definition& def, const Workload& workload, WorkloadVerdict& v);
 
   EvalOptions options_;
   std::string library_;

@@ -11,6 +11,7 @@
 #include "kh/run/builtin_candidates.h"
 #include "kh/run/call_inputs.h"
 #include "kh/run/candidate_library.h"
+#include "kh/run/timed_trial.h"
 #include "kh/run/trial_runner.h"
 #include "kh/run/worker_protocol.h"
 #include "kh/spec/dataset.h"
@@ -102,10 +103,47 @@ class Worker {
       reply["deterministic"] = r.determinism_checked ? Json(r.deterministic) : Json(nullptr);
       return reply;
     }
+    if (op == "time") return time(c);
     return {{"ok", false}, {"kind", "internal"}, {"error", "unknown op '" + op + "'"}};
   }
 
  private:
+  // One timed trial (worker_protocol.h): samples, or the error the official timer would raise.
+  Json time(const JsonCursor& c) {
+    if (!library_) return {{"ok", false}, {"kind", "internal"}, {"error", "no candidate loaded"}};
+    if (backend_->device().device_type != kDLCUDA)
+      return {{"ok", false}, {"kind", "input"}, {"error", "timing needs the cuda backend"}};
+    open_dataset(c.at("root").as_string());
+    const Definition& def = dataset_->definition(c.at("definition").as_string());
+    const InputGenerator generator(
+        def, find_workload(*dataset_, def, c.at("workload").as_string()), dataset_->root(),
+        GeneratorOptions{static_cast<std::uint64_t>(c.at("seed").as_int()),
+                         c.at("variant").as_string()});
+    if (!timer_) timer_ = std::make_unique<CallTimer>(backend_->device().device_id, backend_->stream());
+    const TimingConfig config{static_cast<int>(c.at("warmup").as_int()),
+                              static_cast<int>(c.at("iterations").as_int()), 1};
+    const TimedTrial t =
+        run_timed_trial(*backend_, *library_, generator, c.at("trial").as_int(),
+                        parse_timing_method(c.at("method").as_string()), config, *timer_);
+    Json samples = Json::array();
+    for (const auto& s : t.timing.samples)
+      samples.push_back({{"seconds", s.seconds},
+                         {"sm_clock_mhz", s.sm_clock_mhz},
+                         {"throttle_reasons", s.throttle_reasons}});
+    Json reply = {{"ok", true},
+                  {"samples", samples},
+                  {"error", t.timing.error},
+                  {"environment", device_environment_json(timer_->environment())}};
+    if (t.cost)
+      reply["cost"] = {{"bytes", t.cost->bytes},
+                       {"flops", t.cost->flops},
+                       {"flop_kind", flop_kind_name(t.cost->kind)},
+                       {"note", t.cost->note}};
+    else
+      reply["cost_error"] = t.cost_error;
+    return reply;
+  }
+
   void open_dataset(const std::string& root) {
     if (dataset_ && dataset_root_ == root) return;
     dataset_ = std::make_unique<Dataset>(Dataset::open(root));
@@ -115,6 +153,7 @@ class Worker {
   std::unique_ptr<MemoryBackend> backend_;
   FILE* out_;
   std::unique_ptr<CandidateLibrary> library_;
+  std::unique_ptr<CallTimer> timer_;  // created by the first timed trial
   std::unique_ptr<Dataset> dataset_;
   std::string dataset_root_;
 };

@@ -5,10 +5,15 @@
 //                           {"id": n, "op": "trial", "root", "definition", "workload", "trial",
 //                            "seed", "variant", "official", "sanitize",
 //                            "cpu_reference"}
+//                           {"id": n, "op": "time", "root", "definition", "workload", "trial",
+//                            "seed", "variant", "method", "warmup", "iterations"}
 //                           {"id": n, "op": "quit"}
 //   worker -> coordinator   {"event": "call_start"} / {"event": "call_end"}   around each call
 //                           {"id": n, "ok": true, ...result} | {"id": n, "ok": false,
 //                            "error": message, "kind": "load" | "device" | "input" | "internal"}
+//                           time replies: {"samples": [{"seconds", "sm_clock_mhz",
+//                            "throttle_reasons"}], "error": "" or the timer's failure,
+//                            "environment": {...}, "cost": {"bytes", "flops", "flop_kind"}}
 //
 // The worker keeps the real stdout for the protocol and points file descriptor 1 at its log,
 // so a candidate that prints cannot corrupt the stream.

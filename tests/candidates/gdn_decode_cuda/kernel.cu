@@ -24,8 +24,8 @@ namespace {
 
 constexpr std::string_view kFault = KH_STRINGIFY(FAULT);
 constexpr std::string_view kFaults[] = {
-    "none",        "segfault",         "hang",    "skip_element", "write_past_end",
-    "write_input", "cache_by_address", "oob_read"};
+    "none",        "segfault",         "hang",     "skip_element",     "write_past_end",
+    "write_input", "cache_by_address", "oob_read", "idle_after_checks", "alternate_kernels"};
 constexpr bool known_fault() {
   for (std::string_view f : kFaults)
     if (f == kFault) return true;
@@ -133,6 +133,8 @@ __global__ void __launch_bounds__(kThreads) gdn_decode_kernel(DecodeArgs args) {
 
 // segfault: a store through the pointer it is given (null) -> "illegal address", a sticky error
 // that poisons the whole CUDA context.
+__global__ void do_nothing() {}
+
 __global__ void store_through(float* p) {
   *p = 1.0f;
 }
@@ -197,6 +199,16 @@ KH_EXPORT int kh_gdn_decode_cuda(const DLTensor* t, int32_t num_tensors, void* s
   const auto s = static_cast<cudaStream_t>(stream);
   const size_t output_bytes = B * kVHeads * kHeadSize * sizeof(__nv_bfloat16);
   const size_t state_bytes = B * kVHeads * kHeadSize * kHeadSize * sizeof(float);
+
+  // Timing faults: correct outputs for the three checked calls of one trial, then a call that
+  // launches nothing (the official timer's "no kernel activities"), or every other call an extra
+  // kernel (its "inconsistent kernel names").
+  static int calls = 0;
+  ++calls;
+  if constexpr (kFault == "idle_after_checks")
+    if (calls > 3) return KH_OK;
+  if constexpr (kFault == "alternate_kernels")
+    if (calls % 2 == 0) do_nothing<<<1, 1, 0, s>>>();
 
   if constexpr (kFault == "segfault") store_through<<<1, 1, 0, s>>>(nullptr);
   if constexpr (kFault == "hang") spin_forever<<<1, 1, 0, s>>>();

@@ -1,0 +1,64 @@
+// Times one trial of calls of a candidate on the cuda backend, with one of the three methods of
+// DESIGN.md "Timing". Every timed call is preceded by an L2 flush (a memset of twice the L2 size,
+// synchronised) as the official timer does; the SM clock and clock event reasons are read after
+// every timed call. Failures the official timer reports as RUNTIME_ERROR (no activity,
+// inconsistent activity sets, an entry point error, a graph capture that fails) come back as
+// messages; device faults throw DeviceError.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kh/core/json_io.h"
+#include "kh/gpu/sample_stats.h"
+#include "kh/gpu/timing_config.h"
+
+namespace kh {
+
+/// The calls the official timer makes before warmup (one plain, five timed with events only to
+/// derive counts; fib_eval_spec.md §4.2 step 2). kh makes them untimed, after flushes.
+inline constexpr int kOfficialPreWarmupCalls = 6;
+
+struct TrialTiming {
+  std::vector<TimingSample> samples;  // config.iterations of them when error is empty
+  std::string error;
+  bool ok() const { return error.empty(); }
+};
+
+/// What a timing result is measured on: recorded with every result.
+struct DeviceEnvironment {
+  std::string gpu;
+  int sm_count = 0;
+  std::int64_t l2_bytes = 0;
+  std::string pci_bus_id;
+  int driver_version = 0;   // CUDA driver API version, e.g. 13000
+  int runtime_version = 0;  // CUDA runtime kh was built with and runs
+  std::string compiler;     // nvcc that built kh's device code
+  double max_sm_clock_mhz = 0;
+  bool clocks_available = false;  // NVML readable
+};
+Json device_environment_json(const DeviceEnvironment& e);
+
+class CallTimer {
+ public:
+  /// On CUDA device `device`, for calls issued on `cuda_stream`. Allocates the flush buffer.
+  CallTimer(int device, void* cuda_stream);
+  ~CallTimer();
+  CallTimer(const CallTimer&) = delete;
+  CallTimer& operator=(const CallTimer&) = delete;
+
+  const DeviceEnvironment& environment() const;
+
+  /// `call` issues one candidate call on the stream and returns the entry point's status (0 =
+  /// success) and, when nonzero, its message in `why`.
+  using Call = std::function<int(std::string& why)>;
+  TrialTiming time_trial(TimingMethod method, const TimingConfig& config, const Call& call);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kh

@@ -1,0 +1,27 @@
+// One timed trial of one workload in the worker: the trial's inputs drawn as for a checked call
+// (on the device where possible), the candidate timed with a CallTimer, and the minimal cost of
+// the call (roofline) computed from those same inputs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "kh/gen/input_generator.h"
+#include "kh/gpu/call_timer.h"
+#include "kh/roofline/call_cost.h"
+#include "kh/run/candidate_library.h"
+#include "kh/run/memory_backend.h"
+
+namespace kh {
+
+struct TimedTrial {
+  TrialTiming timing;
+  std::optional<CallCost> cost;  // nullopt when the definition has no cost model
+  std::string cost_error;
+};
+
+TimedTrial run_timed_trial(MemoryBackend& backend, const CandidateLibrary& library,
+                           const InputGenerator& generator, std::int64_t trial,
+                           TimingMethod method, const TimingConfig& config, CallTimer& timer);
+
+}  // namespace kh
