@@ -18,6 +18,7 @@ void register_commands(CLI::App& app) {
   add_check_command(app);
   add_build_command(app);
   add_eval_command(app);
+  add_ceilings_command(app);
   add_worker_command(app);
 }
 

@@ -16,5 +16,6 @@ void add_check_command(CLI::App& app);
 void add_build_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_worker_command(CLI::App& app);
+void add_ceilings_command(CLI::App& app);
 
 }  // namespace kh::cli
