@@ -6,13 +6,13 @@
 #include "kh/core/error.h"
 #include "kh/gen/device_fill.h"
 #include "kh/gen/input_generator.h"
-#include "kh/run/call_buffers.h"
-#include "kh/run/call_inputs.h"
-#include "kh/spec/dataset.h"
-#include "test_support.h"
 #include "kh/gen/official_distribution.h"
 #include "kh/gen/stream_key.h"
+#include "kh/run/call_buffers.h"
+#include "kh/run/call_inputs.h"
 #include "kh/run/memory_backend.h"
+#include "kh/spec/dataset.h"
+#include "test_support.h"
 
 namespace kh {
 namespace {

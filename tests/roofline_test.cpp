@@ -369,5 +369,10 @@ TEST(RooflineCeilings, ErrorsNameTheFileAndTheField) {
   EXPECT_NE(from_file.find("copy_bytes_per_second"), std::string::npos) << from_file;
 }
 
+TEST(Ceilings, DefaultFileIsNamedAfterTheGpu) {
+  EXPECT_EQ(default_ceilings_path("NVIDIA H200").string(), ".kh/ceilings/NVIDIA_H200.json");
+  EXPECT_EQ(default_ceilings_path("A/B-c").string(), ".kh/ceilings/A_B_c.json");
+}
+
 }  // namespace
 }  // namespace kh

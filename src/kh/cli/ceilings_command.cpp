@@ -2,7 +2,6 @@
 // `kh eval --ceilings` (default file: .kh/ceilings/<gpu name>.json).
 #include <unistd.h>
 
-#include <cctype>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -19,12 +18,6 @@ struct Options {
   bool json = false;
 };
 
-std::string file_name_of(std::string gpu) {
-  for (char& ch : gpu)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return gpu + ".json";
-}
-
 void run(const Options& o) {
   const bool progress = !o.json && isatty(STDERR_FILENO);
   const CeilingsReport r = measure_ceilings(o.device, [&](const std::string& what) {
@@ -32,11 +25,11 @@ void run(const Options& o) {
   });
   if (progress) std::cerr << "\r\033[K" << std::flush;
   const std::filesystem::path out =
-      o.out.empty() ? std::filesystem::path(".kh/ceilings") / file_name_of(r.ceilings.gpu)
-                    : std::filesystem::path(o.out);
+      o.out.empty() ? default_ceilings_path(r.ceilings.gpu) : std::filesystem::path(o.out);
   save_ceilings(r.ceilings, out);
   if (o.json) {
-    std::cout << Json{{"file", out.string()}, {"ceilings", r.ceilings.to_json()},
+    std::cout << Json{{"file", out.string()},
+                      {"ceilings", r.ceilings.to_json()},
                       {"details", r.details}}
                      .dump(2)
               << "\n";
@@ -49,8 +42,8 @@ void run(const Options& o) {
       "  empty kernel    {:8.2f} us\n  gather latency  {:8.1f} ns\nwritten to {}\n",
       c.gpu, r.details.value("method", ""), c.copy_bytes_per_second * 1e-9,
       c.bf16_flops_per_second * 1e-12, c.fp8_flops_per_second * 1e-12,
-      c.fp32_flops_per_second * 1e-12, c.empty_kernel_seconds * 1e6,
-      c.gather_latency_seconds * 1e9, out.string());
+      c.fp32_flops_per_second * 1e-12, c.empty_kernel_seconds * 1e6, c.gather_latency_seconds * 1e9,
+      out.string());
 }
 
 }  // namespace

@@ -32,16 +32,21 @@ struct Options {
   double call_timeout_s = 10;
   double workload_timeout_s = 300;
   bool json = false;
-  std::string timing;         // "", cupti, events, graph
+  std::string timing;                                    // "", cupti, events, graph
   int warmup = -1, iterations = -1, timing_trials = -1;  // -1: the official count
-  std::string ceilings_file;  // machine ceilings for the roofline floor
+  std::string ceilings_file;                             // machine ceilings for the roofline floor
   EvalOptions eval;
 };
 
 // The timing part of one result: the summary and every sample, the call's cost and, with
-// ceilings, its floor and the fraction of it the measurement reaches.
-Json timing_json(const WorkloadVerdict& v, const std::optional<MachineCeilings>& ceilings) {
+// ceilings (--ceilings, else those `kh ceilings` stored for this GPU), its floor and the fraction
+// of it the measurement reaches.
+Json timing_json(const WorkloadVerdict& v, std::optional<MachineCeilings> ceilings) {
   if (!v.timing) return nullptr;
+  if (!ceilings && v.environment.is_object() && v.environment.contains("gpu")) {
+    const auto stored = default_ceilings_path(v.environment.at("gpu").get<std::string>());
+    if (std::filesystem::exists(stored)) ceilings = load_ceilings(stored);
+  }
   Json j = timing_result_json(*v.timing);
   j["cost"] = v.cost;
   j["environment"] = v.environment;
@@ -271,7 +276,8 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--timing-trials", o->timing_trials,
                   "timing: input sets (default: the official count)");
   cmd->add_option("--ceilings", o->ceilings_file,
-                  "machine ceilings JSON (kh ceilings): adds the roofline floor to timings");
+                  "machine ceilings JSON for the roofline floor of timings (default: the file "
+                  "kh ceilings stored for this GPU, if any)");
   cmd->add_flag("--sanitize", o->eval.sanitize, "run the worker under compute-sanitizer memcheck");
   cmd->add_flag("--json", o->json, "print the results as JSON");
   cmd->callback([o] { run(*o); });

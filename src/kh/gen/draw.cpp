@@ -12,9 +12,10 @@ void draw(const DrawRecipe& recipe, HostTensor& tensor, std::int64_t begin, std:
   }
   const std::int64_t n = tensor.numel();
   if (!recipe.is_elementwise() && (begin != 0 || end != n))
-    fail("this input is drawn as whole vectors or tokens: elements [{}, {}) of {} cannot be drawn "
-         "alone",
-         begin, end, n);
+    fail(
+        "this input is drawn as whole vectors or tokens: elements [{}, {}) of {} cannot be drawn "
+        "alone",
+        begin, end, n);
   if (recipe.kind == DrawKind::kUnitVectors &&
       (recipe.group <= 0 || recipe.group > kMaxUnitVector || n % recipe.group != 0))
     fail("unit vectors of {} elements do not tile a tensor of {}", recipe.group, n);

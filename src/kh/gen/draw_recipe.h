@@ -85,8 +85,8 @@ KH_HD void draw_indexer_token(const DrawRecipe& r, std::int64_t tokens, std::uin
   float key[dsa::kIndexHeadDim];
   float amax = 0;
   for (int d = 0; d < dsa::kIndexHeadDim; ++d) {
-    key[d] = bf16_bits_to_float(float_to_bf16_bits(
-        static_cast<float>(r.stream.normal(source * dsa::kIndexHeadDim + d))));
+    key[d] = bf16_bits_to_float(
+        float_to_bf16_bits(static_cast<float>(r.stream.normal(source * dsa::kIndexHeadDim + d))));
     const float magnitude = key[d] < 0 ? -key[d] : key[d];
     amax = magnitude > amax ? magnitude : amax;
   }

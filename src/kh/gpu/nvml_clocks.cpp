@@ -36,12 +36,14 @@ NvmlClocks::NvmlClocks(const std::string& pci_bus_id) : impl_(std::make_unique<I
     return;
   }
   auto init = reinterpret_cast<InitFn>(dlsym(n.handle, "nvmlInit_v2"));
-  auto by_pci = reinterpret_cast<HandleByPciFn>(dlsym(n.handle, "nvmlDeviceGetHandleByPciBusId_v2"));
+  auto by_pci =
+      reinterpret_cast<HandleByPciFn>(dlsym(n.handle, "nvmlDeviceGetHandleByPciBusId_v2"));
   n.shutdown = reinterpret_cast<ShutdownFn>(dlsym(n.handle, "nvmlShutdown"));
   n.clock = reinterpret_cast<ClockFn>(dlsym(n.handle, "nvmlDeviceGetClockInfo"));
   n.max_clock = reinterpret_cast<ClockFn>(dlsym(n.handle, "nvmlDeviceGetMaxClockInfo"));
   // Renamed in NVML 12.2 (same bits); older drivers only have the first name.
-  n.reasons = reinterpret_cast<ReasonsFn>(dlsym(n.handle, "nvmlDeviceGetCurrentClocksEventReasons"));
+  n.reasons =
+      reinterpret_cast<ReasonsFn>(dlsym(n.handle, "nvmlDeviceGetCurrentClocksEventReasons"));
   if (!n.reasons)
     n.reasons =
         reinterpret_cast<ReasonsFn>(dlsym(n.handle, "nvmlDeviceGetCurrentClocksThrottleReasons"));

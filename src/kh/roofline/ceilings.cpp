@@ -1,5 +1,6 @@
 #include "kh/roofline/ceilings.h"
 
+#include <cctype>
 #include <cmath>
 
 namespace kh {
@@ -50,6 +51,13 @@ MachineCeilings MachineCeilings::from_json(const JsonCursor& c) {
 MachineCeilings load_ceilings(const std::filesystem::path& path) {
   const Json j = read_json_file(path);
   return MachineCeilings::from_json(JsonCursor(j, path.string()));
+}
+
+std::filesystem::path default_ceilings_path(const std::string& gpu) {
+  std::string name = gpu;
+  for (char& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return std::filesystem::path(".kh") / "ceilings" / (name + ".json");
 }
 
 void save_ceilings(const MachineCeilings& ceilings, const std::filesystem::path& path) {

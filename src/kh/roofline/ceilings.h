@@ -30,6 +30,9 @@ struct MachineCeilings {
 };
 
 MachineCeilings load_ceilings(const std::filesystem::path& path);
+/// Where `kh ceilings` stores a GPU's ceilings by default: .kh/ceilings/<name, non-alphanumerics
+/// as '_'>.json, relative to the working directory.
+std::filesystem::path default_ceilings_path(const std::string& gpu);
 void save_ceilings(const MachineCeilings& ceilings, const std::filesystem::path& path);
 
 }  // namespace kh

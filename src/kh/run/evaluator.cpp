@@ -68,8 +68,8 @@ std::optional<CheckResult> Evaluator::ensure_worker() {
     sanitizer_log_ =
         options_.log_dir / fmt::format("sanitizer-{}-{}.log", getpid(), workers_started_);
     // --padding: allocations get unaddressable padding, so a read just past a buffer is seen.
-    command = {"compute-sanitizer", "--tool",    "memcheck", "--padding",
-               "64",                "--log-file", sanitizer_log_.string()};
+    command = {"compute-sanitizer",    "--tool", "memcheck", "--padding", "64", "--log-file",
+               sanitizer_log_.string()};
   }
   command.insert(command.end(), {options_.kh_binary, "worker", "--backend", options_.backend,
                                  "--device", std::to_string(options_.device)});
@@ -160,8 +160,7 @@ WorkloadVerdict Evaluator::evaluate(const Definition& def, const Workload& workl
   return v;
 }
 
-void Evaluator::time_workload(const Definition& def, const Workload& workload,
-                              WorkloadVerdict& v) {
+void Evaluator::time_workload(const Definition& def, const Workload& workload, WorkloadVerdict& v) {
   const TimingConfig config = options_.timing_config.value_or(official_timing_config(def.name));
   std::vector<std::vector<TimingSample>> trials;
   auto runtime_error = [&](const std::string& why) {

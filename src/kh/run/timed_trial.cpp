@@ -15,8 +15,8 @@ constexpr std::size_t kMaxCostInputBytes = std::size_t{256} << 20;
 }  // namespace
 
 TimedTrial run_timed_trial(MemoryBackend& backend, const CandidateLibrary& library,
-                           const InputGenerator& generator, std::int64_t trial,
-                           TimingMethod method, const TimingConfig& config, CallTimer& timer) {
+                           const InputGenerator& generator, std::int64_t trial, TimingMethod method,
+                           const TimingConfig& config, CallTimer& timer) {
   const Definition& def = generator.definition();
   const bool on_device = has_device_reference(backend, def);
   DrawnCallInputs call = on_device ? generate_drawn_call_inputs(generator, trial)

@@ -21,7 +21,7 @@ struct TimedTrial {
 };
 
 TimedTrial run_timed_trial(MemoryBackend& backend, const CandidateLibrary& library,
-                           const InputGenerator& generator, std::int64_t trial,
-                           TimingMethod method, const TimingConfig& config, CallTimer& timer);
+                           const InputGenerator& generator, std::int64_t trial, TimingMethod method,
+                           const TimingConfig& config, CallTimer& timer);
 
 }  // namespace kh

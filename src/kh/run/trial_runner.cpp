@@ -105,9 +105,9 @@ TrialResult run_trial(MemoryBackend& backend, const CandidateLibrary& library,
   result.deterministic = same_bits(first, again);
 
   const std::int64_t fresh_trial = trial + kAntiCachingTrialOffset;
-  DrawnCallInputs fresh_call = on_device
-                                   ? generate_drawn_call_inputs(generator, fresh_trial)
-                                   : DrawnCallInputs{generate_call_inputs(generator, fresh_trial), {}};
+  DrawnCallInputs fresh_call =
+      on_device ? generate_drawn_call_inputs(generator, fresh_trial)
+                : DrawnCallInputs{generate_call_inputs(generator, fresh_trial), {}};
   InputSet& fresh = fresh_call.host;
   buffers.reupload_inputs(fresh, fresh_call.draws);
   const OutputSet fresh_reference = reference_of(fresh, fresh_call.draws);

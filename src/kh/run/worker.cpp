@@ -119,7 +119,8 @@ class Worker {
         def, find_workload(*dataset_, def, c.at("workload").as_string()), dataset_->root(),
         GeneratorOptions{static_cast<std::uint64_t>(c.at("seed").as_int()),
                          c.at("variant").as_string()});
-    if (!timer_) timer_ = std::make_unique<CallTimer>(backend_->device().device_id, backend_->stream());
+    if (!timer_)
+      timer_ = std::make_unique<CallTimer>(backend_->device().device_id, backend_->stream());
     const TimingConfig config{static_cast<int>(c.at("warmup").as_int()),
                               static_cast<int>(c.at("iterations").as_int()), 1};
     const TimedTrial t =

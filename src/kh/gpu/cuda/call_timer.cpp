@@ -14,8 +14,8 @@ namespace {
 
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess)
-    throw DeviceError(fmt::format("timer: {} failed: {} ({})", what, cudaGetErrorString(e),
-                                  cudaGetErrorName(e)));
+    throw DeviceError(
+        fmt::format("timer: {} failed: {} ({})", what, cudaGetErrorString(e), cudaGetErrorName(e)));
 }
 
 std::string compiler_version() {
@@ -160,18 +160,18 @@ TrialTiming CallTimer::Impl::graph(const TimingConfig& c, const Call& call) {
   if (rc || captured != cudaSuccess) {
     if (graph) cudaGraphDestroy(graph);
     cudaGetLastError();  // capture errors are not sticky
-    return {{}, rc ? fmt::format("the entry point returned status {} during graph capture: {}",
-                                 rc, why)
-                   : fmt::format("the call cannot be captured in a CUDA graph: {} (does it "
-                                 "synchronise, allocate, or use another stream?)",
-                                 cudaGetErrorString(captured))};
+    return {{},
+            rc ? fmt::format("the entry point returned status {} during graph capture: {}", rc, why)
+               : fmt::format("the call cannot be captured in a CUDA graph: {} (does it "
+                             "synchronise, allocate, or use another stream?)",
+                             cudaGetErrorString(captured))};
   }
   cudaGraphExec_t exec = nullptr;
   const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
   cudaGraphDestroy(graph);
   if (made != cudaSuccess)
-    return {{}, fmt::format("the captured graph cannot be instantiated: {}",
-                            cudaGetErrorString(made))};
+    return {{},
+            fmt::format("the captured graph cannot be instantiated: {}", cudaGetErrorString(made))};
   TrialTiming r;
   EventPair ev;
   for (int i = 0; i < kOfficialPreWarmupCalls + c.warmup + c.iterations; ++i) {

@@ -97,11 +97,11 @@ CeilingsReport measure_ceilings(int device,
       return static_cast<int>(cudaGetLastError());
     });
     const double memcpy = prober.median(kProbeTiming, [&](std::string&) {
-      return static_cast<int>(cudaMemcpyAsync(dst.p, src.p, bytes, cudaMemcpyDeviceToDevice, stream));
+      return static_cast<int>(
+          cudaMemcpyAsync(dst.p, src.p, bytes, cudaMemcpyDeviceToDevice, stream));
     });
     const double moved = 2.0 * static_cast<double>(bytes);  // read + write
-    c.copy_bytes_per_second =
-        std::max({c.copy_bytes_per_second, moved / kernel, moved / memcpy});
+    c.copy_bytes_per_second = std::max({c.copy_bytes_per_second, moved / kernel, moved / memcpy});
     copies.push_back({{"bytes", bytes},
                       {"kernel_seconds", kernel},
                       {"memcpy_seconds", memcpy},

@@ -147,9 +147,10 @@ CuptiTracer::CuptiTracer() : impl_(std::make_unique<Impl>()) {
     tried += (tried.empty() ? "" : ", ") + path;
   }
   if (!impl_->handle)
-    fail("CUPTI: cannot load libcupti.so.13 (tried {}); set KH_CUPTI_LIBRARY or run "
-         "scripts/bootstrap.sh",
-         tried);
+    fail(
+        "CUPTI: cannot load libcupti.so.13 (tried {}); set KH_CUPTI_LIBRARY or run "
+        "scripts/bootstrap.sh",
+        tried);
   auto symbol = [&](const char* name) {
     void* p = dlsym(impl_->handle, name);
     if (!p) fail("CUPTI: {} has no symbol {}", impl_->path, name);

@@ -47,7 +47,8 @@ struct LtGemm::Impl {
   float alpha = 1.0f, beta = 0.0f;
 
   void check(cublasStatus_t s, const char* what) const {
-    if (s != CUBLAS_STATUS_SUCCESS) fail("cuBLASLt: {} failed with status {}", what, static_cast<int>(s));
+    if (s != CUBLAS_STATUS_SUCCESS)
+      fail("cuBLASLt: {} failed with status {}", what, static_cast<int>(s));
   }
 };
 
@@ -80,8 +81,7 @@ LtGemm::LtGemm(GemmPrecision precision, int m, int n, int k, cudaStream_t stream
       reinterpret_cast<decltype(a.pref_destroy)>(symbol("cublasLtMatmulPreferenceDestroy"));
   a.pref_set =
       reinterpret_cast<decltype(a.pref_set)>(symbol("cublasLtMatmulPreferenceSetAttribute"));
-  a.heuristic =
-      reinterpret_cast<decltype(a.heuristic)>(symbol("cublasLtMatmulAlgoGetHeuristic"));
+  a.heuristic = reinterpret_cast<decltype(a.heuristic)>(symbol("cublasLtMatmulAlgoGetHeuristic"));
   a.matmul = reinterpret_cast<decltype(a.matmul)>(symbol("cublasLtMatmul"));
 
   const bool fp8 = precision == GemmPrecision::kFp8;

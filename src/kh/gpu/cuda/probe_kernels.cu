@@ -7,11 +7,10 @@ constexpr int kCopyThreads = 512;
 constexpr int kCopyBlocksPerSm = 4;
 constexpr int kFmaThreads = 256;
 constexpr int kFmaBlocksPerSm = 8;
-constexpr int kFmaChains = 8;        // independent accumulators per thread: hides FMA latency
+constexpr int kFmaChains = 8;  // independent accumulators per thread: hides FMA latency
 constexpr int kFmaIterations = 4096;
 
-__global__ void copy_kernel(uint4* __restrict__ dst, const uint4* __restrict__ src,
-                            std::size_t n) {
+__global__ void copy_kernel(uint4* __restrict__ dst, const uint4* __restrict__ src, std::size_t n) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
     dst[i] = src[i];

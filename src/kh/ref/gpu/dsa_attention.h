@@ -65,8 +65,8 @@ struct Softmax {
     }
     sum[head] = s;
     // All padding: exp-sum over nothing, lse = -inf (and a zero output).
-    lse[head] = s > 0 ? static_cast<float>((max_logit + log(s)) / 0.69314718055994530942)
-                      : -INFINITY;
+    lse[head] =
+        s > 0 ? static_cast<float>((max_logit + log(s)) / 0.69314718055994530942) : -INFINITY;
   }
 };
 

@@ -26,7 +26,9 @@ struct GdnRowStep {
   std::uint16_t* output;  // bf16 [tokens, 8, 128]
   float* new_state;       // [seqs, 8, 128, 128]
 
-  KH_HD std::int64_t clamp_token(std::int64_t t) const { return t < 0 ? 0 : t > tokens ? tokens : t; }
+  KH_HD std::int64_t clamp_token(std::int64_t t) const {
+    return t < 0 ? 0 : t > tokens ? tokens : t;
+  }
   KH_HD static double softplus(double x) { return x > 20.0 ? x : log1p(exp(x)); }
 
   KH_HD void operator()(std::int64_t i) const {
@@ -44,9 +46,8 @@ struct GdnRowStep {
     for (std::int64_t t = begin; t < end; ++t) {
       const std::int64_t head = t * kVHeads + h;
       const std::int64_t qk = (t * kQKHeads + h / (kVHeads / kQKHeads)) * kDim;
-      const double g =
-          exp(-exp(static_cast<double>(A_log[h])) *
-              softplus(static_cast<double>(load_bf16(a, head)) + dt_bias[h]));
+      const double g = exp(-exp(static_cast<double>(A_log[h])) *
+                           softplus(static_cast<double>(load_bf16(a, head)) + dt_bias[h]));
       const double beta = 1.0 / (1.0 + exp(-static_cast<double>(load_bf16(b, head))));
       double old_v = 0;
       for (int d = 0; d < kDim; ++d) {

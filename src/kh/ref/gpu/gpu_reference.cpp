@@ -34,8 +34,12 @@ void emulate(const ReferenceArgs& args) {
   Reference(exec, args);
 }
 
-void gdn_decode(HostExecutor& e, const ReferenceArgs& a) { gdn_reference(e, a, false); }
-void gdn_prefill(HostExecutor& e, const ReferenceArgs& a) { gdn_reference(e, a, true); }
+void gdn_decode(HostExecutor& e, const ReferenceArgs& a) {
+  gdn_reference(e, a, false);
+}
+void gdn_prefill(HostExecutor& e, const ReferenceArgs& a) {
+  gdn_reference(e, a, true);
+}
 
 // The one table of GPU references, keyed by exact definition name.
 const std::array kGpuReferences{

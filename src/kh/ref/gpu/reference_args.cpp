@@ -14,8 +14,8 @@ const DLTensor& ReferenceArgs::find(const std::vector<NamedDLTensor>& tensors,
                                     std::string_view name, const char* what) const {
   for (const auto& t : tensors)
     if (t.name == name) return t.tensor;
-  fail("{}: the GPU reference asks for {} '{}', which the definition does not declare",
-       definition_, what, name);
+  fail("{}: the GPU reference asks for {} '{}', which the definition does not declare", definition_,
+       what, name);
 }
 
 double ReferenceArgs::scalar(std::string_view name, double fallback) const {

@@ -10,8 +10,7 @@ namespace {
 constexpr int kThreads = 256;
 constexpr std::size_t kMaxBlocks = 4096;
 
-__global__ void digest_kernel(const unsigned char* p, std::size_t bytes,
-                              unsigned long long* sum) {
+__global__ void digest_kernel(const unsigned char* p, std::size_t bytes, unsigned long long* sum) {
   const std::size_t words = (bytes + 7) / 8;
   std::uint64_t local = 0;
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < words;

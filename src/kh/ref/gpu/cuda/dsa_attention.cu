@@ -1,6 +1,6 @@
-#include "kh/ref/gpu/dsa_attention.h"
 #include "kh/ref/gpu/cuda/device_executor.cuh"
 #include "kh/ref/gpu/cuda/device_references.h"
+#include "kh/ref/gpu/dsa_attention.h"
 
 namespace kh::gpuref {
 

@@ -1,6 +1,6 @@
-#include "kh/ref/gpu/moe.h"
 #include "kh/ref/gpu/cuda/device_executor.cuh"
 #include "kh/ref/gpu/cuda/device_references.h"
+#include "kh/ref/gpu/moe.h"
 
 namespace kh::gpuref {
 
