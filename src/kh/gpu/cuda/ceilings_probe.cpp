@@ -56,6 +56,15 @@ class Prober {
     for (const auto& sample : t.samples) s.push_back(sample.seconds);
     return median_of(s);
   }
+  /// Median seconds of `call` under one given method (no fallback).
+  double median_with(TimingMethod method, const TimingConfig& config,
+                     const std::function<int(std::string&)>& call) {
+    const TrialTiming t = timer_.time_trial(method, config, call);
+    if (!t.ok()) fail("kh ceilings: a probe failed: {}", t.error);
+    std::vector<double> s;
+    for (const auto& sample : t.samples) s.push_back(sample.seconds);
+    return median_of(s);
+  }
   TimingMethod method() const { return method_; }
   const std::string& cupti_error() const { return cupti_error_; }
 
@@ -110,10 +119,17 @@ CeilingsReport measure_ceilings(int device,
   }
 
   progress("empty kernel");
-  c.empty_kernel_seconds = prober.median(kProbeTiming, [&](std::string&) {
+  const auto empty = [&](std::string&) {
     probe::launch_empty(stream);
     return static_cast<int>(cudaGetLastError());
-  });
+  };
+  c.empty_kernel_seconds = prober.median(kProbeTiming, empty);
+  // The harness's own floor under each timing method: what timing an empty call reports.
+  Json harness_floor = Json::object();
+  for (TimingMethod m : {TimingMethod::kCupti, TimingMethod::kEvents, TimingMethod::kGraph}) {
+    if (m == TimingMethod::kCupti && prober.method() != TimingMethod::kCupti) continue;
+    harness_floor[std::string(timing_method_name(m))] = prober.median_with(m, kProbeTiming, empty);
+  }
 
   progress("dependent gather");
   {
@@ -156,6 +172,7 @@ CeilingsReport measure_ceilings(int device,
   report.details = {{"method", timing_method_name(prober.method())},
                     {"cupti_error", prober.cupti_error()},
                     {"environment", device_environment_json(prober.environment())},
+                    {"harness_floor_seconds", harness_floor},
                     {"copies", copies},
                     {"gemms", gemms},
                     {"gather", {{"entries", kGatherEntries}, {"hops", kGatherHops}}}};
