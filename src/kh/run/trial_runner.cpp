@@ -74,14 +74,20 @@ TrialResult run_trial(MemoryBackend& backend, const CandidateLibrary& library,
                                    : DrawnCallInputs{generate_call_inputs(generator, trial), {}};
   InputSet& inputs = call.host;
   CallBuffers buffers(backend, def, generator.axes(), inputs, red_zone, call.draws);
-  auto reference_of = [&](InputSet& host, const DeviceDraws& draws) {
-    if (!on_device) return run_cpu_reference(def, generator.axes(), host);
-    OutputSet out = run_device_reference(backend, def, generator.axes(), buffers);
-    if (policy_reads_inputs(policy_for(def)))
-      for (const auto& [name, recipe] : draws) host.at(name) = buffers.download_input(name);
-    return out;
+  auto reference_of = [&](const InputSet& host) {
+    return on_device ? run_device_reference(backend, def, generator.axes(), buffers)
+                     : run_cpu_reference(def, generator.axes(), host);
   };
-  const OutputSet reference = reference_of(inputs, call.draws);
+  // A policy that reads inputs (the top-k set check recomputes scores) gets host copies of the
+  // inputs drawn on the device, but only when it will read them: outputs identical to the
+  // reference pass without a look at the inputs, and the K cache is 100 MB per call.
+  auto judge = [&](InputSet& host, const DeviceDraws& draws, const OutputSet& reference,
+                   const OutputSet& outputs) {
+    if (policy_reads_inputs(policy_for(def)) && !draws.empty() && !same_bits(reference, outputs))
+      for (const auto& [name, recipe] : draws) host.at(name) = buffers.download_input(name);
+    return check_outputs(def, host, reference, outputs, check_options);
+  };
+  const OutputSet reference = reference_of(inputs);
   const auto& t = buffers.tensors();
   buffers.set_workspace(library.workspace_bytes(t.data(), static_cast<std::int32_t>(t.size())));
 
@@ -91,7 +97,7 @@ TrialResult run_trial(MemoryBackend& backend, const CandidateLibrary& library,
     result.check = *failure;
     return result;
   }
-  result.check = check_outputs(def, inputs, reference, first, check_options);
+  result.check = judge(inputs, call.draws, reference, first);
   if (!strict || !result.check.passed()) return result;
 
   OutputSet again;
@@ -110,7 +116,7 @@ TrialResult run_trial(MemoryBackend& backend, const CandidateLibrary& library,
                 : DrawnCallInputs{generate_call_inputs(generator, fresh_trial), {}};
   InputSet& fresh = fresh_call.host;
   buffers.reupload_inputs(fresh, fresh_call.draws);
-  const OutputSet fresh_reference = reference_of(fresh, fresh_call.draws);
+  const OutputSet fresh_reference = reference_of(fresh);
   OutputSet third;
   ++result.calls;
   if (auto failure = call_once(backend, library, buffers, fresh, strict, observer, third)) {
@@ -118,7 +124,7 @@ TrialResult run_trial(MemoryBackend& backend, const CandidateLibrary& library,
     result.check.message = "anti-caching call: " + result.check.message;
     return result;
   }
-  const CheckResult fresh_check = check_outputs(def, fresh, fresh_reference, third, check_options);
+  const CheckResult fresh_check = judge(fresh, fresh_call.draws, fresh_reference, third);
   if (!fresh_check.passed()) {
     result.check = fresh_check;
     result.check.message =
