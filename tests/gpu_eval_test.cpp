@@ -22,18 +22,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-bool have_gpu() {
-  try {
-    make_cuda_backend(0);
-    return true;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
-#define REQUIRE_GPU() \
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device: GPU test skipped"
-
 test::KhEval eval(const std::string& args) {
   return test::run_kh_eval("--backend cuda " + args);
 }
@@ -42,7 +30,7 @@ test::KhEval eval(const std::string& args) {
 class ExampleCandidate : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(ExampleCandidate, PassesOfficialWorkloads) {
-  REQUIRE_GPU();
+  KH_REQUIRE_GPU();
   const std::string def = GetParam();
   const Dataset ds = Dataset::open(test::source_dir());
   // KH_GPU_TEST_STRIDE=k runs every k-th workload (for short device sessions); default all.
@@ -74,7 +62,7 @@ std::string cuda_fault(const std::string& fault, const std::string& extra = "") 
 }
 
 TEST(GpuFaults, AreCaughtWithTheRightStatus) {
-  REQUIRE_GPU();
+  KH_REQUIRE_GPU();
   EXPECT_EQ(eval(cuda_fault("none")).status(1), "PASSED");
   const test::KhEval crash = eval(cuda_fault("segfault"));
   EXPECT_EQ(crash.status(0), "RUNTIME_ERROR");
@@ -93,7 +81,7 @@ TEST(GpuFaults, AreCaughtWithTheRightStatus) {
 }
 
 TEST(GpuFaults, OutOfBoundsReadIsFoundOnlyBySanitize) {
-  REQUIRE_GPU();
+  KH_REQUIRE_GPU();
   EXPECT_EQ(eval(cuda_fault("oob_read")).status(), "PASSED");
   const test::KhEval sanitized = eval(cuda_fault("oob_read", "--sanitize"));
   EXPECT_EQ(sanitized.status(), "RUNTIME_ERROR");

@@ -18,12 +18,8 @@ namespace kh {
 namespace {
 
 TEST(GpuGenerator, OfficialDistributionsMatchTheHostBitForBit) {
-  std::unique_ptr<MemoryBackend> gpu;
-  try {
-    gpu = make_cuda_backend(0);
-  } catch (const std::exception& e) {
-    GTEST_SKIP() << "no CUDA device: GPU test skipped (" << e.what() << ")";
-  }
+  KH_REQUIRE_GPU();
+  const std::unique_ptr<MemoryBackend> gpu = make_cuda_backend(0);
   constexpr std::int64_t n = 1'000'003;  // odd: the last packed fp4 byte holds one element
   for (DType t : kAllDTypes) {
     SCOPED_TRACE(std::string(dtype_name(t)));
@@ -44,12 +40,8 @@ TEST(GpuGenerator, OfficialDistributionsMatchTheHostBitForBit) {
 // cuda backend draws it, it has the host generator's bits. Huge element-wise inputs (MoE weights)
 // are compared on their first and last million elements.
 TEST(GpuGenerator, EveryRecipeInputMatchesTheHostBitForBit) {
-  std::unique_ptr<MemoryBackend> gpu;
-  try {
-    gpu = make_cuda_backend(0);
-  } catch (const std::exception& e) {
-    GTEST_SKIP() << "no CUDA device: GPU test skipped (" << e.what() << ")";
-  }
+  KH_REQUIRE_GPU();
+  const std::unique_ptr<MemoryBackend> gpu = make_cuda_backend(0);
   constexpr std::int64_t kWindow = 1'000'000;
   const Dataset dataset = Dataset::open(test::source_dir());
   for (const auto& [name, def] : dataset.definitions()) {

@@ -51,10 +51,7 @@ void expect_device_matches_cpu(MemoryBackend& gpu, const Definition& def, const 
   const OutputSet device = run_device_reference(gpu, def, gen.axes(), buffers);
   const InputSet host = generate_call_inputs(gen, trial);
   const OutputSet cpu = run_cpu_reference(def, gen.axes(), host);
-  // As in ref_gpu_emulation_test: the official check, and two references' closer agreement.
-  CheckOptions reference_grade = official_options(def, false);
-  reference_grade.tolerance = {1e-3, 1.0 / 128, 0.999};
-  for (const CheckOptions& options : {official_options(def, false), reference_grade}) {
+  for (const CheckOptions& options : {official_options(def, false), test::reference_grade(def)}) {
     const CheckResult r = check_outputs(def, host, cpu, device, options);
     EXPECT_TRUE(r.passed()) << "at atol " << options.tolerance.atol << ", rtol "
                             << options.tolerance.rtol << ": " << r.message << " (max abs "
@@ -65,12 +62,8 @@ void expect_device_matches_cpu(MemoryBackend& gpu, const Definition& def, const 
 class GpuReference : public ::testing::TestWithParam<Case> {};
 
 TEST_P(GpuReference, MatchesTheCpuReferenceAcrossShapeClassesAndVariants) {
-  std::unique_ptr<MemoryBackend> gpu;
-  try {
-    gpu = make_cuda_backend(0);
-  } catch (const std::exception& e) {
-    GTEST_SKIP() << "no CUDA device: GPU test skipped (" << e.what() << ")";
-  }
+  KH_REQUIRE_GPU();
+  const std::unique_ptr<MemoryBackend> gpu = make_cuda_backend(0);
   const Dataset dataset = Dataset::open(test::source_dir());
   const Definition& def = dataset.definition(GetParam().definition);
   std::vector<Workload> workloads;

@@ -13,18 +13,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-bool have_gpu() {
-  try {
-    make_cuda_backend(0);
-    return true;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
-#define REQUIRE_GPU() \
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device: GPU test skipped"
-
 constexpr int kIterations = 20;
 
 test::KhEval timed(const std::string& fault, const std::string& method) {
@@ -39,7 +27,7 @@ double latency(const test::KhEval& e) {
 }
 
 TEST(GpuTiming, ThreeMethodsAgreeOnASingleKernelCandidate) {
-  REQUIRE_GPU();
+  KH_REQUIRE_GPU();
   const test::KhEval cupti = timed("none", "cupti"), events = timed("none", "events"),
                      graph = timed("none", "graph");
   for (const auto* e : {&cupti, &events, &graph}) {
@@ -60,14 +48,14 @@ TEST(GpuTiming, ThreeMethodsAgreeOnASingleKernelCandidate) {
 }
 
 TEST(GpuTiming, ACallWithNoGpuActivityIsARuntimeErrorUnderCupti) {
-  REQUIRE_GPU();
+  KH_REQUIRE_GPU();
   const test::KhEval e = timed("idle_after_checks", "cupti");
   EXPECT_EQ(e.status(), "RUNTIME_ERROR");
   EXPECT_THAT(e.message(), HasSubstr("no GPU activity"));
 }
 
 TEST(GpuTiming, KernelsChangingBetweenIterationsAreARuntimeErrorUnderCupti) {
-  REQUIRE_GPU();
+  KH_REQUIRE_GPU();
   const test::KhEval e = timed("alternate_kernels", "cupti");
   EXPECT_EQ(e.status(), "RUNTIME_ERROR");
   EXPECT_THAT(e.message(), HasSubstr("Inconsistent kernel names"));

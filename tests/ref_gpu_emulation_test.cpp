@@ -44,15 +44,6 @@ std::int64_t input_elements(const Definition& def, const Workload& w) {
   return n;
 }
 
-// Two references must agree far more closely than a candidate must match one: the official MoE
-// tolerance (rtol 0.3, 90% matched) would not see a wrong block scale. Two bf16 ulps, with room
-// for the rare element where float and double accumulation part after cancellation.
-CheckOptions reference_grade(const Definition& def) {
-  CheckOptions o = official_options(def, false);
-  o.tolerance = {1e-3, 1.0 / 128, 0.999};
-  return o;
-}
-
 // Checks one call; false (and nothing checked) if a variant does not apply to the workload.
 bool check_emulation(const Definition& def, const Workload& w, const std::string& variant,
                      std::int64_t trial) {
@@ -67,7 +58,7 @@ bool check_emulation(const Definition& def, const Workload& w, const std::string
   }
   const OutputSet cpu = run_cpu_reference(def, gen.axes(), inputs);
   const OutputSet emulated = gpuref::run_emulated(def, gen.axes(), inputs);
-  for (const CheckOptions& options : {official_options(def, false), reference_grade(def)}) {
+  for (const CheckOptions& options : {official_options(def, false), test::reference_grade(def)}) {
     const CheckResult r = check_outputs(def, inputs, cpu, emulated, options);
     EXPECT_TRUE(r.passed()) << "at atol " << options.tolerance.atol << ", rtol "
                             << options.tolerance.rtol << ": " << r.message << " (max abs "

@@ -1,5 +1,8 @@
 #include "test_support.h"
 
+#include "kh/check/checker.h"
+#include "kh/run/memory_backend.h"
+
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -103,6 +106,21 @@ std::filesystem::path write_file(const std::filesystem::path& path, const std::s
   std::filesystem::create_directories(path.parent_path());
   std::ofstream(path, std::ios::binary) << text;
   return path;
+}
+
+bool have_gpu() {
+  try {
+    make_cuda_backend(0);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+CheckOptions reference_grade(const Definition& def) {
+  CheckOptions o = official_options(def, false);
+  o.tolerance = {1e-3, 1.0 / 128, 0.999};
+  return o;
 }
 
 }  // namespace kh::test

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 
+#include "kh/check/check_result.h"
 #include "kh/core/json_io.h"
 #include "kh/gen/input_set.h"
 #include "kh/spec/definition.h"
@@ -57,6 +58,17 @@ struct KhEval {
   }
 };
 KhEval run_kh_eval(const std::string& args);
+
+/// Whether a CUDA device is usable (a cuda backend can be made on device 0).
+bool have_gpu();
+/// GPU tests start with this: without a device they are reported as skipped (label `gpu`).
+#define KH_REQUIRE_GPU() \
+  if (!::kh::test::have_gpu()) GTEST_SKIP() << "no CUDA device: GPU test skipped"
+
+/// Two references must agree far more closely than a candidate must match one: the official MoE
+/// tolerance (rtol 0.3, 90% matched) would not see a wrong block scale. Two bf16 ulps, with room
+/// for the rare element where float and double accumulation part after cancellation.
+CheckOptions reference_grade(const Definition& def);
 
 /// Writes text to a file (creating folders) and returns its path.
 std::filesystem::path write_file(const std::filesystem::path& path, const std::string& text);

@@ -40,4 +40,10 @@ DrawnCallInputs generate_drawn_call_inputs(const InputGenerator& generator, std:
   return call;
 }
 
+DrawnCallInputs generate_inputs_of_call(const InputGenerator& generator, std::int64_t trial,
+                                        bool draw_on_device) {
+  if (draw_on_device) return generate_drawn_call_inputs(generator, trial);
+  return {generate_call_inputs(generator, trial), {}};
+}
+
 }  // namespace kh

@@ -26,5 +26,8 @@ struct DrawnCallInputs {
   std::map<std::string, DrawRecipe> draws;
 };
 DrawnCallInputs generate_drawn_call_inputs(const InputGenerator& generator, std::int64_t trial);
+/// generate_drawn_call_inputs when `draw_on_device`, else generate_call_inputs with no draws.
+DrawnCallInputs generate_inputs_of_call(const InputGenerator& generator, std::int64_t trial,
+                                        bool draw_on_device);
 
 }  // namespace kh

@@ -99,6 +99,17 @@ std::optional<CheckResult> Evaluator::ensure_worker() {
   return std::nullopt;
 }
 
+Json Evaluator::workload_request(const char* op, const Definition& def, const Workload& workload,
+                                 int trial) const {
+  return {{"op", op},
+          {"root", options_.root.string()},
+          {"definition", def.name},
+          {"workload", workload.uuid},
+          {"trial", trial},
+          {"seed", options_.seed},
+          {"variant", options_.variant}};
+}
+
 WorkloadVerdict Evaluator::evaluate(const Definition& def, const Workload& workload) {
   WorkloadVerdict v;
   v.workload = workload.uuid;
@@ -111,18 +122,12 @@ WorkloadVerdict Evaluator::evaluate(const Definition& def, const Workload& workl
     }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    const WorkerReply r =
-        worker_->request({{"op", "trial"},
-                          {"root", options_.root.string()},
-                          {"definition", def.name},
-                          {"workload", workload.uuid},
-                          {"trial", trial},
-                          {"seed", options_.seed},
-                          {"variant", options_.variant},
-                          {"official", options_.official},
-                          {"sanitize", options_.sanitize},
-                          {"cpu_reference", options_.cpu_reference}},
-                         options_.call_timeout, std::max(left, std::chrono::milliseconds(1)));
+    Json request = workload_request("trial", def, workload, trial);
+    request["official"] = options_.official;
+    request["sanitize"] = options_.sanitize;
+    request["cpu_reference"] = options_.cpu_reference;
+    const WorkerReply r = worker_->request(request, options_.call_timeout,
+                                           std::max(left, std::chrono::milliseconds(1)));
     ++v.trials_run;
     CheckResult result;
     if (r.kind == WorkerReply::Kind::kTimeout) {
@@ -176,17 +181,12 @@ void Evaluator::time_workload(const Definition& def, const Workload& workload, W
       v.check = *load_failure;
       return;
     }
-    const WorkerReply r = worker_->request({{"op", "time"},
-                                            {"root", options_.root.string()},
-                                            {"definition", def.name},
-                                            {"workload", workload.uuid},
-                                            {"trial", trial},
-                                            {"seed", options_.seed},
-                                            {"variant", options_.variant},
-                                            {"method", timing_method_name(*options_.timing)},
-                                            {"warmup", config.warmup},
-                                            {"iterations", config.iterations}},
-                                           options_.workload_timeout, options_.workload_timeout);
+    Json request = workload_request("time", def, workload, trial);
+    request["method"] = timing_method_name(*options_.timing);
+    request["warmup"] = config.warmup;
+    request["iterations"] = config.iterations;
+    const WorkerReply r =
+        worker_->request(request, options_.workload_timeout, options_.workload_timeout);
     if (r.kind != WorkerReply::Kind::kReply) return runtime_error(r.detail);
     if (!r.body.value("ok", false)) {
       if (r.body.value("kind", "") == "device") return runtime_error(r.body.value("error", ""));

@@ -67,6 +67,9 @@ class Evaluator {
   /// --sanitize: ends the worker so compute-sanitizer writes its summary, and turns reported
   /// errors into RUNTIME_ERROR with the report attached.
   void apply_sanitizer_report(WorkloadVerdict& v);
+  /// The fields every trial and time request carries (worker_protocol.h).
+  Json workload_request(const char* op, const Definition& def, const Workload& workload,
+                        int trial) const;
   /// Times a passed workload; a timer failure makes it a RUNTIME_ERROR, as officially.
   void time_workload(const Definition& def, const Workload& workload, WorkloadVerdict& v);
 

@@ -20,8 +20,7 @@ TimedTrial run_timed_trial(MemoryBackend& backend, const CandidateLibrary& libra
                            const TimingConfig& config, CallTimer& timer) {
   const Definition& def = generator.definition();
   const bool on_device = has_device_reference(backend, def);
-  DrawnCallInputs call = on_device ? generate_drawn_call_inputs(generator, trial)
-                                   : DrawnCallInputs{generate_call_inputs(generator, trial), {}};
+  DrawnCallInputs call = generate_inputs_of_call(generator, trial, on_device);
   // No red zones: timing measures the candidate on plain buffers, as the official timer does.
   CallBuffers buffers(backend, def, generator.axes(), call.host, 0, call.draws);
   const auto& t = buffers.tensors();

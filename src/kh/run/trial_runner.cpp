@@ -70,8 +70,7 @@ TrialResult run_trial(MemoryBackend& backend, const CandidateLibrary& library,
   // for a definition without a GPU reference) both happen on the host.
   const bool on_device = !options.cpu_reference && has_device_reference(backend, def);
   const std::size_t red_zone = options.red_zones ? kRedZoneBytes : 0;
-  DrawnCallInputs call = on_device ? generate_drawn_call_inputs(generator, trial)
-                                   : DrawnCallInputs{generate_call_inputs(generator, trial), {}};
+  DrawnCallInputs call = generate_inputs_of_call(generator, trial, on_device);
   InputSet& inputs = call.host;
   CallBuffers buffers(backend, def, generator.axes(), inputs, red_zone, call.draws);
   auto reference_of = [&](const InputSet& host) {
@@ -111,9 +110,7 @@ TrialResult run_trial(MemoryBackend& backend, const CandidateLibrary& library,
   result.deterministic = same_bits(first, again);
 
   const std::int64_t fresh_trial = trial + kAntiCachingTrialOffset;
-  DrawnCallInputs fresh_call =
-      on_device ? generate_drawn_call_inputs(generator, fresh_trial)
-                : DrawnCallInputs{generate_call_inputs(generator, fresh_trial), {}};
+  DrawnCallInputs fresh_call = generate_inputs_of_call(generator, fresh_trial, on_device);
   InputSet& fresh = fresh_call.host;
   buffers.reupload_inputs(fresh, fresh_call.draws);
   const OutputSet fresh_reference = reference_of(fresh);

@@ -76,8 +76,6 @@ class Worker {
     }
     if (op == "trial") {
       if (!library_) return {{"ok", false}, {"kind", "internal"}, {"error", "no candidate loaded"}};
-      open_dataset(c.at("root").as_string());
-      const Definition& def = dataset_->definition(c.at("definition").as_string());
       auto trial_options = [](const JsonCursor& request) {
         TrialOptions o;
         o.official = request.at("official").as_bool();
@@ -85,10 +83,7 @@ class Worker {
         o.cpu_reference = request.at("cpu_reference").as_bool();
         return o;
       };
-      InputGenerator generator(def, find_workload(*dataset_, def, c.at("workload").as_string()),
-                               dataset_->root(),
-                               GeneratorOptions{static_cast<std::uint64_t>(c.at("seed").as_int()),
-                                                c.at("variant").as_string()});
+      const InputGenerator generator = generator_for(c);
       CallObserver observer{[this] {
                               send({{"event", kEventCallStart}});
                             },
@@ -108,17 +103,23 @@ class Worker {
   }
 
  private:
+  // The inputs of the workload a trial or time request names ("root", "definition", "workload",
+  // "seed", "variant").
+  InputGenerator generator_for(const JsonCursor& c) {
+    open_dataset(c.at("root").as_string());
+    const Definition& def = dataset_->definition(c.at("definition").as_string());
+    return InputGenerator(def, find_workload(*dataset_, def, c.at("workload").as_string()),
+                          dataset_->root(),
+                          GeneratorOptions{static_cast<std::uint64_t>(c.at("seed").as_int()),
+                                           c.at("variant").as_string()});
+  }
+
   // One timed trial (worker_protocol.h): samples, or the error the official timer would raise.
   Json time(const JsonCursor& c) {
     if (!library_) return {{"ok", false}, {"kind", "internal"}, {"error", "no candidate loaded"}};
     if (backend_->device().device_type != kDLCUDA)
       return {{"ok", false}, {"kind", "input"}, {"error", "timing needs the cuda backend"}};
-    open_dataset(c.at("root").as_string());
-    const Definition& def = dataset_->definition(c.at("definition").as_string());
-    const InputGenerator generator(
-        def, find_workload(*dataset_, def, c.at("workload").as_string()), dataset_->root(),
-        GeneratorOptions{static_cast<std::uint64_t>(c.at("seed").as_int()),
-                         c.at("variant").as_string()});
+    const InputGenerator generator = generator_for(c);
     if (!timer_)
       timer_ = std::make_unique<CallTimer>(backend_->device().device_id, backend_->stream());
     const TimingConfig config{static_cast<int>(c.at("warmup").as_int()),

@@ -51,24 +51,24 @@ class Prober {
       }
     }
     if (method_ == TimingMethod::kEvents) t = timer_.time_trial(method_, config, call);
-    if (!t.ok()) fail("kh ceilings: a probe failed: {}", t.error);
-    std::vector<double> s;
-    for (const auto& sample : t.samples) s.push_back(sample.seconds);
-    return median_of(s);
+    return median_of_samples(t);
   }
   /// Median seconds of `call` under one given method (no fallback).
   double median_with(TimingMethod method, const TimingConfig& config,
                      const std::function<int(std::string&)>& call) {
-    const TrialTiming t = timer_.time_trial(method, config, call);
-    if (!t.ok()) fail("kh ceilings: a probe failed: {}", t.error);
-    std::vector<double> s;
-    for (const auto& sample : t.samples) s.push_back(sample.seconds);
-    return median_of(s);
+    return median_of_samples(timer_.time_trial(method, config, call));
   }
   TimingMethod method() const { return method_; }
   const std::string& cupti_error() const { return cupti_error_; }
 
  private:
+  static double median_of_samples(const TrialTiming& t) {
+    if (!t.ok()) fail("kh ceilings: a probe failed: {}", t.error);
+    std::vector<double> s;
+    for (const auto& sample : t.samples) s.push_back(sample.seconds);
+    return median_of(s);
+  }
+
   CallTimer timer_;
   TimingMethod method_ = TimingMethod::kCupti;
   std::string cupti_error_;

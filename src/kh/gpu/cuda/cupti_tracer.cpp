@@ -43,6 +43,18 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   *max_records = 0;
 }
 
+// The fields every kind of GPU activity record has.
+template <class Record>
+GpuActivity activity_of(GpuActivity::Kind kind, const Record& r) {
+  GpuActivity g;
+  g.kind = kind;
+  g.correlation_id = r.correlationId;
+  g.stream_id = r.streamId;
+  g.start_ns = r.start;
+  g.end_ns = r.end;
+  return g;
+}
+
 void copy_record(const CUpti_Activity* r, TraceRecords& out) {
   switch (r->kind) {
     case CUPTI_ACTIVITY_KIND_RUNTIME:
@@ -54,24 +66,14 @@ void copy_record(const CUpti_Activity* r, TraceRecords& out) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
     case CUPTI_ACTIVITY_KIND_KERNEL: {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(r);
-      GpuActivity g;
-      g.kind = GpuActivity::Kind::kKernel;
-      g.correlation_id = k->correlationId;
-      g.stream_id = k->streamId;
-      g.start_ns = k->start;
-      g.end_ns = k->end;
+      GpuActivity g = activity_of(GpuActivity::Kind::kKernel, *k);
       g.name = k->name ? k->name : "";
       out.activities.push_back(std::move(g));
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(r);
-      GpuActivity g;
-      g.kind = GpuActivity::Kind::kMemcpy;
-      g.correlation_id = m->correlationId;
-      g.stream_id = m->streamId;
-      g.start_ns = m->start;
-      g.end_ns = m->end;
+      GpuActivity g = activity_of(GpuActivity::Kind::kMemcpy, *m);
       g.copy_kind = m->copyKind;
       g.bytes = m->bytes;
       out.activities.push_back(std::move(g));
@@ -79,12 +81,7 @@ void copy_record(const CUpti_Activity* r, TraceRecords& out) {
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(r);
-      GpuActivity g;
-      g.kind = GpuActivity::Kind::kMemset;
-      g.correlation_id = m->correlationId;
-      g.stream_id = m->streamId;
-      g.start_ns = m->start;
-      g.end_ns = m->end;
+      GpuActivity g = activity_of(GpuActivity::Kind::kMemset, *m);
       g.bytes = m->bytes;
       g.value = m->value;
       out.activities.push_back(std::move(g));
