@@ -157,6 +157,34 @@ TEST_F(CheckTopKSet, IndicesInAnotherOrderPass) {
   EXPECT_TRUE(r.passed()) << r.message;
 }
 
+// The trial runner leaves device-drawn inputs (q, K cache, weights) as zeroed host placeholders
+// unless check_reads_inputs says the check needs them.
+TEST_F(CheckTopKSet, OnlyARowWithAnotherSetNeedsTheInputs) {
+  OutputSet reordered = reference_.clone();
+  std::int32_t* data = indices(reordered).data<std::int32_t>();
+  std::reverse(data, data + dsa::kTopK);
+  EXPECT_FALSE(check_reads_inputs(def_, reference_, reordered));
+
+  InputSet placeholders = case_.inputs().clone();
+  HostTensor& cache = placeholders.at("k_index_cache_fp8");
+  std::memset(cache.bytes(), 0, cache.nbytes());
+  const CheckResult r =
+      check_outputs(def_, placeholders, reference_, reordered, official_options(def_, false));
+  EXPECT_TRUE(r.passed()) << r.message;
+
+  OutputSet swapped = reference_.clone();
+  const std::int64_t left_out = TopKCase::position_of_perm(51);
+  put(swapped, 0, find(swapped, 0, case_.slot(0, TopKCase::position_of_perm(52))),
+      case_.slot(0, left_out));
+  EXPECT_TRUE(check_reads_inputs(def_, reference_, swapped));
+
+  OutputSet narrow;  // rejected on shape before any input is read
+  narrow.add("topk_indices", HostTensor(DType::kInt32, {kBatch, 1024}));
+  EXPECT_FALSE(check_reads_inputs(def_, reference_, narrow));
+  EXPECT_FALSE(check_reads_inputs(test::shipped_definition("gdn_decode_qk4_v8_d128_k_last"),
+                                  reference_, swapped));
+}
+
 TEST_F(CheckTopKSet, AnyNegativeValueIsPadding) {
   OutputSet sol = reference_.clone();
   for (std::int64_t k = kShortSeq; k < dsa::kTopK; ++k) put(sol, 1, k, -7 - k);

@@ -42,8 +42,10 @@ CheckPolicy policy_for(const Definition& def) {
   return CheckPolicy::kDefault;
 }
 
-bool policy_reads_inputs(CheckPolicy policy) {
-  return policy == CheckPolicy::kTopKSet;
+bool check_reads_inputs(const Definition& def, const OutputSet& reference,
+                        const OutputSet& solution) {
+  return policy_for(def) == CheckPolicy::kTopKSet &&
+         topk_check_scores_rows(def, reference, solution);
 }
 
 CheckResult check_outputs(const Definition& def, const InputSet& inputs, const OutputSet& reference,

@@ -23,9 +23,13 @@ std::string_view policy_name(CheckPolicy policy);  // "default", "lowbit", "topk
 /// definition needs a policy kh does not implement (op_type "sampling").
 CheckPolicy policy_for(const Definition& def);
 
-/// Whether the policy reads the call's inputs (the top-k set check recomputes scores); the
-/// others judge outputs against the reference alone.
-bool policy_reads_inputs(CheckPolicy policy);
+/// Whether checking `solution` will read the call's inputs. Only the top-k set check does, and
+/// only for a batch row whose selected set differs from the reference's (it then recomputes
+/// scores from q, the K cache and the weights); the other policies judge outputs alone. Lets a
+/// caller skip bringing 100 MB of device-drawn K cache to the host for a check that passes
+/// without it.
+bool check_reads_inputs(const Definition& def, const OutputSet& reference,
+                        const OutputSet& solution);
 
 /// Picks the policy for the definition and checks all its outputs of one call.
 CheckResult check_outputs(const Definition& def, const InputSet& inputs, const OutputSet& reference,

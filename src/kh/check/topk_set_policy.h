@@ -22,6 +22,13 @@
 
 namespace kh {
 
+/// Whether check_topk_set will recompute scores, i.e. read q, the K cache and the weights: true
+/// when the output tensors are comparable (present, same shape and dtype) and some batch row's
+/// set of valid slots differs from the reference's. Validity (step 2) reads only seq_lens and
+/// block_table.
+bool topk_check_scores_rows(const Definition& def, const OutputSet& reference,
+                            const OutputSet& solution);
+
 CheckResult check_topk_set(const Definition& def, const InputSet& inputs,
                            const OutputSet& reference, const OutputSet& solution,
                            const CheckOptions& options);

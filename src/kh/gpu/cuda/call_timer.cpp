@@ -18,12 +18,12 @@ void check(cudaError_t e, const char* what) {
         fmt::format("timer: {} failed: {} ({})", what, cudaGetErrorString(e), cudaGetErrorName(e)));
 }
 
+// The nvcc that built kh's device code (set by src/CMakeLists.txt at configure time).
 std::string compiler_version() {
-#if defined(__CUDACC_VER_MAJOR__)
-  return fmt::format("nvcc {}.{}.{}", __CUDACC_VER_MAJOR__, __CUDACC_VER_MINOR__,
-                     __CUDACC_VER_BUILD__);
+#if defined(KH_NVCC_VERSION)
+  return fmt::format("nvcc {}", KH_NVCC_VERSION);
 #else
-  return fmt::format("CUDA runtime headers {}", CUDART_VERSION);
+  return fmt::format("nvcc unknown (CUDA runtime headers {})", CUDART_VERSION);
 #endif
 }
 
