@@ -15,6 +15,8 @@ using ShutdownFn = nvmlReturn_t (*)();
 using HandleByPciFn = nvmlReturn_t (*)(const char*, nvmlDevice_t*);
 using ClockFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned, unsigned*);
 using ReasonsFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long*);
+using DriverVersionFn = nvmlReturn_t (*)(char*, unsigned);
+constexpr unsigned kDriverVersionLength = 80;  // NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE
 
 }  // namespace
 
@@ -26,6 +28,7 @@ struct NvmlClocks::Impl {
   ClockFn max_clock = nullptr;
   ReasonsFn reasons = nullptr;
   std::string why;
+  std::string driver_release;
 };
 
 NvmlClocks::NvmlClocks(const std::string& pci_bus_id) : impl_(std::make_unique<Impl>()) {
@@ -57,6 +60,11 @@ NvmlClocks::NvmlClocks(const std::string& pci_bus_id) : impl_(std::make_unique<I
     n.shutdown = nullptr;
     return;
   }
+  if (auto driver = reinterpret_cast<DriverVersionFn>(
+          dlsym(n.handle, "nvmlSystemGetDriverVersion"))) {
+    char text[kDriverVersionLength] = {};
+    if (driver(text, kDriverVersionLength) == kNvmlSuccess) n.driver_release = text;
+  }
   if (by_pci(pci_bus_id.c_str(), &n.device) != kNvmlSuccess) {
     n.why = "NVML does not know the GPU at PCI bus id " + pci_bus_id;
     n.device = nullptr;
@@ -69,6 +77,10 @@ NvmlClocks::~NvmlClocks() {
 
 bool NvmlClocks::available() const {
   return impl_->device != nullptr;
+}
+
+const std::string& NvmlClocks::driver_release() const {
+  return impl_->driver_release;
 }
 
 const std::string& NvmlClocks::why_unavailable() const {

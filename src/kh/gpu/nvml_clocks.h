@@ -26,6 +26,8 @@ class NvmlClocks {
   bool available() const;
   const std::string& why_unavailable() const;
   ClockReading read() const;
+  /// The display driver's release, e.g. "580.159.04" (empty when NVML cannot say).
+  const std::string& driver_release() const;
   /// The maximum SM clock (0 when unknown).
   double max_sm_clock_mhz() const;
 

@@ -54,6 +54,7 @@ Json device_environment_json(const DeviceEnvironment& e) {
           {"l2_bytes", e.l2_bytes},
           {"pci_bus_id", e.pci_bus_id},
           {"driver_version", e.driver_version},
+          {"driver_release", e.driver_release},
           {"runtime_version", e.runtime_version},
           {"compiler", e.compiler},
           {"max_sm_clock_mhz", e.max_sm_clock_mhz},
@@ -108,6 +109,7 @@ CallTimer::CallTimer(int device, void* cuda_stream) : impl_(std::make_unique<Imp
   t.env.compiler = compiler_version();
   t.clocks = std::make_unique<NvmlClocks>(t.env.pci_bus_id);
   t.env.clocks_available = t.clocks->available();
+  t.env.driver_release = t.clocks->driver_release();
   t.env.max_sm_clock_mhz = t.clocks->max_sm_clock_mhz();
   t.flush_bytes = 2 * static_cast<std::size_t>(prop.l2CacheSize);
   check(cudaMalloc(&t.flush_buffer, t.flush_bytes), "flush buffer allocation");
