@@ -1,0 +1,104 @@
+// The artifact store: one SQLite database (WAL, foreign keys, versioned schema) plus a
+// content-addressed blob folder, by default .kh/store.db and .kh/blobs/. Every put is its own
+// transaction, so a killed process loses at most what it had not yet put; several kh processes
+// may write at once (WAL, busy timeout, BEGIN IMMEDIATE). Puts are idempotent: a row whose
+// identity exists already is left as it is (sweep items are the exception: see put_sweep_item).
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kh/store/records.h"
+
+namespace kh {
+
+class SqliteDb;
+class BlobStore;
+
+/// Where the store lives: `dir`/store.db and `dir`/blobs/.
+struct StoreLocation {
+  std::filesystem::path dir = ".kh";
+  std::filesystem::path database() const { return dir / "store.db"; }
+  std::filesystem::path blobs() const { return dir / "blobs"; }
+};
+
+class ArtifactStore {
+ public:
+  /// Opens (creating if needed) and migrates the store to the current schema. A database whose
+  /// schema is newer than this binary knows is refused with an error naming both versions; it is
+  /// never modified.
+  explicit ArtifactStore(const StoreLocation& where);
+  ~ArtifactStore();
+  ArtifactStore(const ArtifactStore&) = delete;
+  ArtifactStore& operator=(const ArtifactStore&) = delete;
+
+  const StoreLocation& location() const;
+  int schema_version() const;
+
+  // Blobs: bytes in, hash out; the same bytes are stored once.
+  std::string put_blob(std::string_view bytes);
+  std::string blob(const std::string& hash) const;  // throws if absent
+  bool has_blob(const std::string& hash) const;
+
+  // Definitions and workloads, as their FlashInfer JSON (identity: name / uuid).
+  void put_definition(const std::string& name, const Json& definition);
+  void put_workload(const std::string& definition, const std::string& uuid, const Json& workload);
+  std::optional<Json> workload_json(const std::string& uuid) const;
+
+  void put_candidate(const CandidateRecord& c);
+  std::optional<CandidateRecord> candidate(const std::string& hash) const;
+  /// Candidates whose name is `name` or whose hash starts with `name` (>= 6 hex digits), newest
+  /// first.
+  std::vector<CandidateRecord> find_candidates(const std::string& name_or_hash) const;
+  std::vector<CandidateRecord> candidates(const std::string& definition = "") const;
+
+  void put_build(const BuildRecord& b);
+  void put_environment(const EnvironmentRecord& e);
+  std::optional<EnvironmentRecord> environment(const std::string& hash) const;
+  void put_ceilings(const CeilingsRecord& c);
+  std::optional<CeilingsRecord> latest_ceilings(const std::string& gpu) const;
+
+  void put_evaluation(const EvaluationRecord& e);
+  std::vector<EvaluationRecord> evaluations_of_candidate(const std::string& candidate) const;
+  std::vector<EvaluationRecord> evaluations_of_sweep(const std::string& sweep) const;
+
+  void put_sweep(const SweepRecord& s);
+  std::optional<SweepRecord> sweep(const std::string& id) const;
+  /// The newest sweep with this plan key, if any.
+  std::optional<SweepRecord> latest_sweep(const std::string& plan_key) const;
+  std::vector<SweepRecord> sweeps(const std::string& definition = "") const;  // newest first
+  void finish_sweep(const std::string& id, const std::string& finished_at);
+  /// Inserts the item, or replaces the stored one when this one has more attempts or a later
+  /// state (pending < failed/passed at equal attempts): merging two copies keeps the furthest.
+  void put_sweep_item(const SweepItem& item);
+  std::vector<SweepItem> sweep_items(const std::string& sweep) const;  // by position
+  /// Records an attempt of a sweep item and its evaluation in one transaction: the item's state,
+  /// attempts and last_evaluation are updated (flaky set when it passes after a failure).
+  void record_attempt(const SweepItem& item, const EvaluationRecord& e);
+
+  /// Bundles already imported (by content hash), so memory/ is imported once.
+  bool bundle_imported(const std::string& hash) const;
+  void mark_bundle_imported(const std::string& hash, const std::string& source);
+
+  /// The underlying database, for bundle export/import (store/bundle.h).
+  SqliteDb& db();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Content hash of a candidate folder as CandidateRecord::hash defines it, and its record with
+/// every source put as a blob.
+struct Candidate;
+CandidateRecord record_candidate(ArtifactStore& store, const Candidate& c,
+                                 const std::map<std::string, std::string>& params);
+
+/// The summary of timing samples: `trials` holds each trial's seconds.
+SampleSummary summarize_samples(const std::vector<std::vector<double>>& trials, int throttled);
+
+}  // namespace kh

@@ -1,0 +1,127 @@
+// The rows of the artifact store (store/artifact_store.h), as plain values: what sweeps write,
+// what queries and reports read, what bundles carry. Identities are content hashes (hex sha256)
+// so that the same thing recorded on two machines is one row after an import.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kh/core/json_io.h"
+
+namespace kh {
+
+/// A candidate as judged: its manifest and sources as blobs. `hash` covers the definition, the
+/// manifest text, every source (path and bytes) and the param values, so a parameterised variant
+/// is its own candidate.
+struct CandidateRecord {
+  std::string hash;
+  std::string name;
+  std::string definition;
+  std::string parent;                         // hash of the candidate it was derived from, or ""
+  std::map<std::string, std::string> params;  // compile-time param values
+  std::string manifest_blob;                  // blob hash of candidate.toml ("" for builtins)
+  std::map<std::string, std::string> sources;  // relative path -> blob hash
+  std::string created_at;                      // ISO 8601 UTC, first time recorded
+};
+
+struct BuildRecord {
+  std::string id;         // hash of (candidate, key, created_at)
+  std::string candidate;  // CandidateRecord::hash
+  std::string key;        // the build cache key
+  bool ok = false;
+  bool cached = false;
+  std::string log_blob;  // blob hash of the compiler log ("" when empty)
+  double seconds = 0;
+  std::string created_at;
+};
+
+/// The device a timing was taken on (call_timer.h DeviceEnvironment as JSON); hash of the JSON.
+struct EnvironmentRecord {
+  std::string hash;
+  Json environment;
+};
+
+/// `kh ceilings` output for one GPU (roofline/ceilings.h as JSON).
+struct CeilingsRecord {
+  std::string hash;  // of the JSON
+  std::string gpu;
+  Json ceilings;
+  std::string created_at;
+};
+
+/// Summary of a timing's samples, all trials pooled except `latency` (the official mean over
+/// trials of per-trial medians).
+struct SampleSummary {
+  double latency = 0;  // seconds, the official summary
+  double median = 0, mean = 0, p95 = 0, min = 0, max = 0;
+  int n = 0;
+  int throttled = 0;
+};
+
+/// One candidate judged on one workload: the folded verdict over its trials and, when it passed
+/// and was timed, every sample. `id` hashes every other field, so importing it twice is a no-op.
+struct EvaluationRecord {
+  std::string id;
+  std::string candidate;  // CandidateRecord::hash
+  std::string definition;
+  std::string workload;  // uuid
+  std::string sweep;     // SweepRecord::id, or "" for a lone evaluation
+  int attempt = 1;       // 1 for the first run of a sweep item, 2.. for retries
+  std::string status;    // "PASSED", "INCORRECT_NUMERICAL", ... (spec/trace.h names)
+  double max_absolute_error = 0, max_relative_error = 0, matched_ratio = 0;
+  std::string message;
+  std::string log_tail;
+  int trials = 0;  // correctness trials run
+  bool nondeterministic = false;
+  Json options;  // {"backend","official","seed","variant","trials","reference"}
+  std::string timing_method;          // "" when not timed
+  std::optional<SampleSummary> summary;  // when timed
+  Json samples;  // columnar: {"seconds":[[trial 0...],...],"sm_clock_mhz":[[...]],"throttle_reasons":[[...]]}, or null
+  Json cost;     // roofline cost of one call, or null
+  std::optional<double> floor_seconds;
+  std::optional<double> fraction_of_floor;
+  std::string environment;  // EnvironmentRecord::hash, or ""
+  // From an imported FlashInfer-Bench trace: the latency of the reference it was compared with,
+  // and what that reference was.
+  std::optional<double> reference_latency;
+  std::string reference_label;
+  double seconds = 0;  // wall time spent judging it
+  std::string created_at;
+};
+
+/// A sweep: candidates x workloads of one definition under fixed options. `plan_key` hashes the
+/// plan (candidate hashes in order, definition, workload uuids, options) and is how --resume and
+/// --retry-failed find it again.
+struct SweepRecord {
+  std::string id;
+  std::string plan_key;
+  std::string definition;
+  std::vector<std::string> candidates;  // hashes, in the interleaving order
+  Json options;
+  std::string created_at;
+  std::string finished_at;  // "" while unfinished
+};
+
+enum class SweepItemState { kPending, kPassed, kFailed };
+
+struct SweepItem {
+  std::string sweep;
+  int position = 0;  // order of execution: workload-major, candidates interleaved
+  std::string candidate;
+  std::string workload;
+  SweepItemState state = SweepItemState::kPending;
+  int attempts = 0;
+  bool flaky = false;            // failed, then passed on a retry
+  std::string last_evaluation;   // EvaluationRecord::id of the latest attempt, or ""
+};
+
+std::string_view sweep_item_state_name(SweepItemState s);  // "pending" | "passed" | "failed"
+SweepItemState parse_sweep_item_state(std::string_view name);
+
+/// Now, as ISO 8601 UTC with milliseconds ("2026-11-29T17:02:03.123Z").
+std::string utc_timestamp();
+
+}  // namespace kh
