@@ -48,6 +48,7 @@ class ArtifactStore {
   void put_definition(const std::string& name, const Json& definition);
   void put_workload(const std::string& definition, const std::string& uuid, const Json& workload);
   std::optional<Json> workload_json(const std::string& uuid) const;
+  std::optional<Json> definition_json(const std::string& name) const;
 
   void put_candidate(const CandidateRecord& c);
   std::optional<CandidateRecord> candidate(const std::string& hash) const;
@@ -56,12 +57,17 @@ class ArtifactStore {
   std::vector<CandidateRecord> find_candidates(const std::string& name_or_hash) const;
   std::vector<CandidateRecord> candidates(const std::string& definition = "") const;
 
+  /// `id` and `created_at` are filled in when empty (id: sha256 of candidate, key, created_at).
   void put_build(const BuildRecord& b);
+  std::vector<BuildRecord> builds(const std::string& candidate) const;  // oldest first
   void put_environment(const EnvironmentRecord& e);
   std::optional<EnvironmentRecord> environment(const std::string& hash) const;
   void put_ceilings(const CeilingsRecord& c);
   std::optional<CeilingsRecord> latest_ceilings(const std::string& gpu) const;
 
+  /// `created_at` is filled in when empty, then `id` when empty (records.h evaluation_id: the
+  /// sha256 of the record's canonical JSON without id). Text that is not valid UTF-8 (a compiler
+  /// log) has the bad bytes replaced by U+FFFD first, so the record reads back as it was hashed.
   void put_evaluation(const EvaluationRecord& e);
   std::vector<EvaluationRecord> evaluations_of_candidate(const std::string& candidate) const;
   std::vector<EvaluationRecord> evaluations_of_sweep(const std::string& sweep) const;

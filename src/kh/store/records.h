@@ -20,9 +20,9 @@ struct CandidateRecord {
   std::string hash;
   std::string name;
   std::string definition;
-  std::string parent;                         // hash of the candidate it was derived from, or ""
-  std::map<std::string, std::string> params;  // compile-time param values
-  std::string manifest_blob;                  // blob hash of candidate.toml ("" for builtins)
+  std::string parent;                          // hash of the candidate it was derived from, or ""
+  std::map<std::string, std::string> params;   // compile-time param values
+  std::string manifest_blob;                   // blob hash of candidate.toml ("" for builtins)
   std::map<std::string, std::string> sources;  // relative path -> blob hash
   std::string created_at;                      // ISO 8601 UTC, first time recorded
 };
@@ -76,11 +76,13 @@ struct EvaluationRecord {
   std::string log_tail;
   int trials = 0;  // correctness trials run
   bool nondeterministic = false;
-  Json options;  // {"backend","official","seed","variant","trials","reference"}
-  std::string timing_method;          // "" when not timed
+  Json options;               // {"backend","official","seed","variant","trials","reference"}
+  std::string timing_method;  // "" when not timed
   std::optional<SampleSummary> summary;  // when timed
-  Json samples;  // columnar: {"seconds":[[trial 0...],...],"sm_clock_mhz":[[...]],"throttle_reasons":[[...]]}, or null
-  Json cost;     // roofline cost of one call, or null
+  // Columnar, or null:
+  // {"seconds":[[trial 0...],...],"sm_clock_mhz":[[...]],"throttle_reasons":[[...]]}
+  Json samples;
+  Json cost;  // roofline cost of one call, or null
   std::optional<double> floor_seconds;
   std::optional<double> fraction_of_floor;
   std::string environment;  // EnvironmentRecord::hash, or ""
@@ -114,8 +116,8 @@ struct SweepItem {
   std::string workload;
   SweepItemState state = SweepItemState::kPending;
   int attempts = 0;
-  bool flaky = false;            // failed, then passed on a retry
-  std::string last_evaluation;   // EvaluationRecord::id of the latest attempt, or ""
+  bool flaky = false;           // failed, then passed on a retry
+  std::string last_evaluation;  // EvaluationRecord::id of the latest attempt, or ""
 };
 
 std::string_view sweep_item_state_name(SweepItemState s);  // "pending" | "passed" | "failed"
@@ -123,5 +125,12 @@ SweepItemState parse_sweep_item_state(std::string_view name);
 
 /// Now, as ISO 8601 UTC with milliseconds ("2026-11-29T17:02:03.123Z").
 std::string utc_timestamp();
+
+/// Every field of the evaluation except `id`, as JSON in declaration order (absent optionals and
+/// NaN as null): the canonical form its id hashes.
+Json evaluation_identity_json(const EvaluationRecord& e);
+/// EvaluationRecord::id: sha256 hex of evaluation_identity_json(e).dump(). Every stored value
+/// reads back exactly, so the id of a record read from the store recomputes to itself.
+std::string evaluation_id(const EvaluationRecord& e);
 
 }  // namespace kh

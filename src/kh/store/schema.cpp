@@ -1,0 +1,207 @@
+#include "kh/store/schema.h"
+
+#include "kh/core/error.h"
+#include "kh/store/sqlite_db.h"
+
+namespace kh {
+namespace {
+
+// Version 1: everything. Conventions: primary keys are the records' identities (content hashes,
+// names, uuids), so the same thing recorded on two machines is one row after an import; STRICT
+// tables, so a bundle cannot slip a string into a number column; "" stands for an absent text
+// reference except where a foreign key checks it (evaluations.environment is NULL when absent);
+// a NULL in a REAL column of a plain double field is NaN (SQLite stores NaN as NULL); JSON values
+// are stored as their text; created_at columns hold ISO 8601 UTC, which sorts by time, and are
+// kept on every table so a bundle can export what is new since a date.
+const char* const kVersion1 = R"sql(
+CREATE TABLE blobs (
+  hash TEXT PRIMARY KEY,
+  size INTEGER NOT NULL,
+  created_at TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE definitions (
+  name TEXT PRIMARY KEY,
+  json TEXT NOT NULL,
+  created_at TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE workloads (
+  uuid TEXT PRIMARY KEY,
+  definition TEXT NOT NULL,
+  json TEXT NOT NULL,
+  created_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX workloads_by_definition ON workloads(definition);
+
+CREATE TABLE candidates (
+  hash TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  definition TEXT NOT NULL,
+  parent TEXT NOT NULL DEFAULT '',
+  params TEXT NOT NULL DEFAULT '{}',
+  manifest_blob TEXT NOT NULL DEFAULT '',
+  created_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX candidates_by_name ON candidates(name, created_at);
+CREATE INDEX candidates_by_definition ON candidates(definition, created_at);
+CREATE INDEX candidates_by_time ON candidates(created_at);
+
+CREATE TABLE candidate_sources (
+  candidate TEXT NOT NULL REFERENCES candidates(hash),
+  path TEXT NOT NULL,
+  blob TEXT NOT NULL,
+  PRIMARY KEY (candidate, path)
+) STRICT;
+
+CREATE TABLE builds (
+  id TEXT PRIMARY KEY,
+  candidate TEXT NOT NULL REFERENCES candidates(hash),
+  key TEXT NOT NULL,
+  ok INTEGER NOT NULL,
+  cached INTEGER NOT NULL,
+  log_blob TEXT NOT NULL DEFAULT '',
+  seconds REAL,
+  created_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX builds_by_candidate ON builds(candidate);
+CREATE INDEX builds_by_time ON builds(created_at);
+
+CREATE TABLE environments (
+  hash TEXT PRIMARY KEY,
+  json TEXT NOT NULL,
+  created_at TEXT NOT NULL
+) STRICT;
+
+CREATE TABLE ceilings (
+  hash TEXT PRIMARY KEY,
+  gpu TEXT NOT NULL,
+  json TEXT NOT NULL,
+  created_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX ceilings_by_gpu ON ceilings(gpu, created_at);
+
+CREATE TABLE sweeps (
+  id TEXT PRIMARY KEY,
+  plan_key TEXT NOT NULL,
+  definition TEXT NOT NULL,
+  candidates TEXT NOT NULL,
+  options TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  finished_at TEXT NOT NULL DEFAULT ''
+) STRICT;
+CREATE INDEX sweeps_by_plan ON sweeps(plan_key, created_at);
+CREATE INDEX sweeps_by_definition ON sweeps(definition, created_at);
+CREATE INDEX sweeps_by_time ON sweeps(created_at);
+
+CREATE TABLE sweep_items (
+  sweep TEXT NOT NULL REFERENCES sweeps(id),
+  position INTEGER NOT NULL,
+  candidate TEXT NOT NULL,
+  workload TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('pending', 'passed', 'failed')),
+  attempts INTEGER NOT NULL,
+  flaky INTEGER NOT NULL,
+  last_evaluation TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (sweep, position)
+) STRICT;
+
+CREATE TABLE evaluations (
+  id TEXT PRIMARY KEY,
+  candidate TEXT NOT NULL REFERENCES candidates(hash),
+  definition TEXT NOT NULL,
+  workload TEXT NOT NULL,
+  sweep TEXT NOT NULL DEFAULT '',
+  attempt INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  max_absolute_error REAL,
+  max_relative_error REAL,
+  matched_ratio REAL,
+  message TEXT NOT NULL,
+  log_tail TEXT NOT NULL,
+  trials INTEGER NOT NULL,
+  nondeterministic INTEGER NOT NULL,
+  options TEXT NOT NULL,
+  timing_method TEXT NOT NULL,
+  latency REAL,
+  median REAL,
+  mean REAL,
+  p95 REAL,
+  min REAL,
+  max REAL,
+  n INTEGER,
+  throttled INTEGER,
+  samples TEXT NOT NULL,
+  cost TEXT NOT NULL,
+  floor_seconds REAL,
+  fraction_of_floor REAL,
+  environment TEXT REFERENCES environments(hash),
+  reference_latency REAL,
+  reference_label TEXT NOT NULL,
+  seconds REAL,
+  created_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX evaluations_by_candidate ON evaluations(candidate, created_at);
+CREATE INDEX evaluations_by_sweep ON evaluations(sweep, created_at);
+CREATE INDEX evaluations_by_time ON evaluations(created_at);
+
+CREATE TABLE imported_bundles (
+  hash TEXT PRIMARY KEY,
+  source TEXT NOT NULL,
+  imported_at TEXT NOT NULL
+) STRICT;
+)sql";
+
+}  // namespace
+
+const std::vector<Migration>& schema_migrations() {
+  // Append only: version 2 is one more entry here.
+  static const std::vector<Migration> kMigrations = {
+      {1, "artifact store tables", kVersion1},
+  };
+  return kMigrations;
+}
+
+int newest_schema_version() {
+  return schema_migrations().back().version;
+}
+
+int database_schema_version(SqliteDb& db) {
+  return static_cast<int>(db.query_int("PRAGMA user_version"));
+}
+
+void refuse_newer_schema(SqliteDb& db, int newest) {
+  const int found = database_schema_version(db);
+  if (found > newest)
+    fail(
+        "{}: store schema version {} was written by a newer kh (this one knows up to version {}); "
+        "refusing to open it",
+        db.path().string(), found, newest);
+}
+
+int migrate_schema(SqliteDb& db, const std::vector<Migration>& migrations, int target) {
+  int expected = 1;
+  for (const auto& m : migrations)
+    if (m.version != expected++)
+      fail("store schema: migration list out of order at version {} (expected {})", m.version,
+           expected - 1);
+  refuse_newer_schema(db, migrations.empty() ? 0 : migrations.back().version);
+  for (const auto& m : migrations) {
+    if (m.version > target) break;
+    if (database_schema_version(db) >= m.version) continue;
+    Transaction t(db);
+    // Another process may have migrated between the check above and our exclusive lock.
+    if (database_schema_version(db) >= m.version) continue;
+    try {
+      db.exec(m.sql);
+    } catch (const Error& e) {
+      fail("{}: migrating the store schema to version {} ({}) failed: {}", db.path().string(),
+           m.version, m.summary, e.what());
+    }
+    db.exec("PRAGMA user_version = " + std::to_string(m.version));
+    t.commit();
+  }
+  return database_schema_version(db);
+}
+
+}  // namespace kh
