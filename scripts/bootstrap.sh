@@ -2,6 +2,7 @@
 # Installs everything kernel-harness needs to build and test on a Debian 12 machine.
 # Idempotent: a second run changes nothing and takes seconds.
 #   - Debian packages: compilers' companions and header/static libraries we link.
+#     gnuplot-nox draws the plots of kh report.
 #   - PyPI: the DLPack >= 1.1 and TVM-FFI headers (from the apache-tvm-ffi wheel) and the CUPTI
 #     headers and library matching nvcc 13.0 (the toolkit here ships the library without its
 #     headers), unpacked into .deps/ inside the checkout, so no Python environment is modified.
@@ -15,7 +16,7 @@ CUPTI_VERSION="13.0.85"
 apt_packages=(
   build-essential cmake ninja-build pkg-config python3 python3-pip unzip
   nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libfmt-dev libsqlite3-dev
-  libgtest-dev libgmock-dev clang-format
+  libgtest-dev libgmock-dev clang-format gnuplot-nox
 )
 
 missing=()
