@@ -91,8 +91,11 @@ KhEval run_kh_eval(const std::string& args) {
   static const std::string cache = (source_dir() / "build" / "test-build-cache").string();
   static ScopedTempDir logs;
   KhEval e;
-  e.run = run_command(std::string(KH_BINARY) + " eval --json --root " + source_dir().string() +
-                      " --cache " + cache + " --logs " + logs.path().string() + " " + args);
+  // Each test binary records into its own store, without the project's memory bundles.
+  e.run =
+      run_command("KH_MEMORY_DIR= " + std::string(KH_BINARY) + " eval --json --root " +
+                  source_dir().string() + " --cache " + cache + " --logs " + logs.path().string() +
+                  " --store " + (logs.path() / "store").string() + " " + args);
   try {
     e.report = parse_json(e.run.out, "kh eval output");
   } catch (...) {

@@ -215,9 +215,8 @@ bool topk_check_scores_rows(const Definition& def, const OutputSet& reference,
   if (def.outputs.empty()) return false;
   const HostTensor* expected = reference.find(def.outputs[0].name);
   const HostTensor* actual = solution.find(def.outputs[0].name);
-  if (!expected || !actual || expected->dtype() != DType::kInt32 ||
-      expected->shape().size() != 2 || actual->shape() != expected->shape() ||
-      actual->dtype() != expected->dtype())
+  if (!expected || !actual || expected->dtype() != DType::kInt32 || expected->shape().size() != 2 ||
+      actual->shape() != expected->shape() || actual->dtype() != expected->dtype())
     return false;
   const std::int64_t rows = expected->shape()[0], k = expected->shape()[1];
   for (std::int64_t b = 0; b < rows; ++b)

@@ -19,6 +19,13 @@ void register_commands(CLI::App& app) {
   add_build_command(app);
   add_eval_command(app);
   add_ceilings_command(app);
+  add_sweep_command(app);
+  add_show_command(app);
+  add_history_command(app);
+  add_compare_command(app);
+  add_regimes_command(app);
+  add_report_command(app);
+  add_store_command(app);
   add_worker_command(app);
 }
 

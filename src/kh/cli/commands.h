@@ -17,5 +17,12 @@ void add_build_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_worker_command(CLI::App& app);
 void add_ceilings_command(CLI::App& app);
+void add_sweep_command(CLI::App& app);
+void add_show_command(CLI::App& app);
+void add_history_command(CLI::App& app);
+void add_compare_command(CLI::App& app);
+void add_regimes_command(CLI::App& app);
+void add_report_command(CLI::App& app);
+void add_store_command(CLI::App& app);
 
 }  // namespace kh::cli

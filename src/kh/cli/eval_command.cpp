@@ -10,10 +10,13 @@
 
 #include "kh/build/builder.h"
 #include "kh/build/candidate.h"
+#include "kh/cli/candidate_arg.h"
 #include "kh/cli/commands.h"
+#include "kh/cli/store_access.h"
 #include "kh/core/error.h"
 #include "kh/roofline/call_cost.h"
 #include "kh/run/builtin_candidates.h"
+#include "kh/run/evaluation_record.h"
 #include "kh/run/evaluator.h"
 #include "kh/spec/dataset.h"
 #include "kh/spec/trace.h"
@@ -32,37 +35,13 @@ struct Options {
   double call_timeout_s = 10;
   double workload_timeout_s = 300;
   bool json = false;
+  bool no_store = false;
+  StoreOptions store;
   std::string timing;                                    // "", cupti, events, graph
   int warmup = -1, iterations = -1, timing_trials = -1;  // -1: the official count
   std::string ceilings_file;                             // machine ceilings for the roofline floor
   EvalOptions eval;
 };
-
-// The timing part of one result: the summary and every sample, the call's cost and, with
-// ceilings (--ceilings, else those `kh ceilings` stored for this GPU), its floor and the fraction
-// of it the measurement reaches.
-Json timing_json(const WorkloadVerdict& v, std::optional<MachineCeilings> ceilings) {
-  if (!v.timing) return nullptr;
-  if (!ceilings && v.environment.is_object() && v.environment.contains("gpu")) {
-    const auto stored = default_ceilings_path(v.environment.at("gpu").get<std::string>());
-    if (std::filesystem::exists(stored)) ceilings = load_ceilings(stored);
-  }
-  Json j = timing_result_json(*v.timing);
-  j["cost"] = v.cost;
-  j["environment"] = v.environment;
-  if (ceilings && v.cost.is_object()) {
-    CallCost cost;
-    cost.bytes = v.cost.at("bytes").get<double>();
-    cost.flops = v.cost.at("flops").get<double>();
-    const std::string kind = v.cost.at("flop_kind").get<std::string>();
-    cost.kind = kind == "fp8" ? FlopKind::kFp8 : kind == "bf16" ? FlopKind::kBf16 : FlopKind::kFp32;
-    const double floor = floor_seconds(cost, *ceilings);
-    j["floor_seconds"] = floor;
-    j["fraction_of_floor"] = fraction_of_floor(v.timing->latency_seconds, floor);
-    j["ceilings_gpu"] = ceilings->gpu;
-  }
-  return j;
-}
 
 std::vector<std::pair<std::size_t, Workload>> select(const std::vector<Workload>& all,
                                                      const std::vector<std::string>& wanted,
@@ -93,37 +72,14 @@ std::string axes_text(const Workload& w) {
   return s;
 }
 
-// A builtin candidate (run/builtin_candidates.h) stands for itself: nothing to build.
-BuildResult builtin_build(const std::string& name) {
-  BuildResult b;
-  b.ok = true;
-  b.cached = true;
-  b.key = "builtin";
-  b.library = name;
-  return b;
-}
-
 void run(Options& o) {
-  Candidate cand;
-  BuildResult build;
-  if (is_builtin_candidate(o.candidate)) {
-    if (o.definition.empty()) fail("{}: a builtin candidate needs --definition", o.candidate);
-    cand.name = o.candidate;
-    cand.definition = o.definition;
-    cand.entry.symbol = o.definition;
-  } else {
-    cand = load_candidate(o.candidate);
-  }
+  const ResolvedCandidate resolved =
+      resolve_candidate_arg(o.candidate, o.params, o.definition, o.cache);
+  const Candidate& cand = resolved.candidate;
+  const BuildResult& build = resolved.build;
   const Dataset ds = Dataset::open(o.eval.root);
   const Definition& def = ds.definition(cand.definition);
   const auto chosen = select(ds.workloads(def.name), o.workloads, def.name);
-  if (is_builtin_candidate(o.candidate)) {
-    build = builtin_build(o.candidate);
-  } else {
-    BuildOptions build_options;
-    build_options.cache_dir = o.cache;
-    build = Builder(build_options).build(cand, resolve_params(cand, o.params));
-  }
 
   if (!o.timing.empty()) {
     o.eval.timing = parse_timing_method(o.timing);
@@ -141,6 +97,24 @@ void run(Options& o) {
   o.eval.workload_timeout =
       std::chrono::milliseconds(static_cast<long>(o.workload_timeout_s * 1000));
   const bool progress = !o.json && isatty(STDERR_FILENO);
+  // Every verdict is kept in the store as it arrives (kh show / kh history read it).
+  std::unique_ptr<ArtifactStore> store;
+  CandidateRecord record;
+  if (!o.no_store) {
+    store = open_store(o.store);
+    record = candidate_record(*store, resolved);
+    store->put_definition(def.name, def.to_json());
+    store->put_candidate(record);
+  }
+  auto keep = [&](const Workload& w, const WorkloadVerdict& v) {
+    if (!store) return;
+    store->put_workload(def.name, w.uuid, w.to_json());
+    VerdictContext ctx{record.hash, def.name, "", 1, evaluation_options_json(o.eval), ceilings};
+    std::optional<EnvironmentRecord> env;
+    const EvaluationRecord e = evaluation_record(v, ctx, &env);
+    if (env) store->put_environment(*env);
+    store->put_evaluation(e);
+  };
   std::vector<WorkloadVerdict> verdicts;
   if (!build.ok) {
     for (const auto& [i, w] : chosen) {
@@ -149,6 +123,7 @@ void run(Options& o) {
       v.check.status = EvalStatus::kCompileError;
       v.check.matched_ratio = 0;
       v.check.message = build.log;
+      keep(w, v);
       verdicts.push_back(v);
     }
   } else {
@@ -159,6 +134,7 @@ void run(Options& o) {
                                  chosen[k].second.uuid)
                   << std::flush;
       verdicts.push_back(evaluator.evaluate(def, chosen[k].second));
+      keep(chosen[k].second, verdicts.back());
     }
     if (progress) std::cerr << "\r\033[K" << std::flush;
   }
@@ -181,7 +157,7 @@ void run(Options& o) {
                          {"nondeterministic", v.nondeterministic},
                          {"log_tail", v.log_tail},
                          {"seconds", v.seconds},
-                         {"timing", timing_json(v, ceilings)}});
+                         {"timing", verdict_timing_json(v, ceilings)}});
     }
     const Json report = {{"candidate", cand.name},
                          {"definition", def.name},
@@ -280,6 +256,8 @@ void add_eval_command(CLI::App& app) {
                   "kh ceilings stored for this GPU, if any)");
   cmd->add_flag("--sanitize", o->eval.sanitize, "run the worker under compute-sanitizer memcheck");
   cmd->add_flag("--json", o->json, "print the results as JSON");
+  add_store_option(cmd, o->store);
+  cmd->add_flag("--no-store", o->no_store, "do not record the results in the store");
   cmd->callback([o] { run(*o); });
 }
 

@@ -33,10 +33,10 @@ struct DeviceEnvironment {
   int sm_count = 0;
   std::int64_t l2_bytes = 0;
   std::string pci_bus_id;
-  int driver_version = 0;   // CUDA driver API version, e.g. 13000
+  int driver_version = 0;      // CUDA driver API version, e.g. 13000
   std::string driver_release;  // display driver, e.g. "580.159.04" (NVML; empty if unknown)
-  int runtime_version = 0;  // CUDA runtime kh was built with and runs
-  std::string compiler;     // nvcc that built kh's device code
+  int runtime_version = 0;     // CUDA runtime kh was built with and runs
+  std::string compiler;        // nvcc that built kh's device code
   double max_sm_clock_mhz = 0;
   bool clocks_available = false;  // NVML readable
 };

@@ -60,8 +60,8 @@ NvmlClocks::NvmlClocks(const std::string& pci_bus_id) : impl_(std::make_unique<I
     n.shutdown = nullptr;
     return;
   }
-  if (auto driver = reinterpret_cast<DriverVersionFn>(
-          dlsym(n.handle, "nvmlSystemGetDriverVersion"))) {
+  if (auto driver =
+          reinterpret_cast<DriverVersionFn>(dlsym(n.handle, "nvmlSystemGetDriverVersion"))) {
     char text[kDriverVersionLength] = {};
     if (driver(text, kDriverVersionLength) == kNvmlSuccess) n.driver_release = text;
   }

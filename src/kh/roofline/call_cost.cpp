@@ -92,4 +92,29 @@ double fraction_of_floor(double measured_seconds, double floor_seconds) {
   return floor_seconds / measured_seconds;
 }
 
+Json call_cost_json(const CallCost& cost) {
+  return {{"bytes", cost.bytes},
+          {"flops", cost.flops},
+          {"flop_kind", flop_kind_name(cost.kind)},
+          {"note", cost.note}};
+}
+
+CallCost call_cost_from_json(const Json& j) {
+  const JsonCursor c(j, "call cost");
+  CallCost cost;
+  cost.bytes = c.at("bytes").as_number();
+  cost.flops = c.at("flops").as_number();
+  const std::string kind = c.at("flop_kind").as_string();
+  if (kind == "fp8")
+    cost.kind = FlopKind::kFp8;
+  else if (kind == "bf16")
+    cost.kind = FlopKind::kBf16;
+  else if (kind == "fp32")
+    cost.kind = FlopKind::kFp32;
+  else
+    c.at("flop_kind").fail_here("expected \"bf16\", \"fp8\" or \"fp32\", got \"" + kind + "\"");
+  if (auto note = c.find("note")) cost.note = note->as_string();
+  return cost;
+}
+
 }  // namespace kh

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "kh/core/json_io.h"
 #include "kh/gen/input_set.h"
 #include "kh/roofline/ceilings.h"
 #include "kh/spec/definition.h"
@@ -30,6 +31,11 @@ struct CallCost {
 /// Dispatches on the definition's name; an error names a definition without a model, or an input
 /// that is missing, mis-shaped or out of range (an index past the cache, a page past num_pages).
 CallCost minimal_call_cost(const Definition& def, const AxisValues& axes, const InputSet& inputs);
+
+/// {"bytes", "flops", "flop_kind", "note"}, as workers send it and results record it.
+Json call_cost_json(const CallCost& cost);
+/// Reads what call_cost_json wrote; an error names the field.
+CallCost call_cost_from_json(const Json& j);
 
 /// max(bytes / copy bandwidth, flops / the rate of the cost's kind), in seconds. Launch latency is
 /// not added: the floor is the roofline's, and the ceilings carry the latencies separately.

@@ -45,5 +45,8 @@ class MemoryBackend {
 std::unique_ptr<MemoryBackend> make_cpu_backend();
 /// The cuda backend on one device; an error if kh was built without CUDA or no device is usable.
 std::unique_ptr<MemoryBackend> make_cuda_backend(int device);
+/// CUDA devices this process can see (CUDA_VISIBLE_DEVICES applies); 0 without a driver or
+/// without CUDA support in this build. Creates no context.
+int visible_cuda_devices();
 
 }  // namespace kh

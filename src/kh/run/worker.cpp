@@ -137,10 +137,7 @@ class Worker {
                   {"error", t.timing.error},
                   {"environment", device_environment_json(timer_->environment())}};
     if (t.cost)
-      reply["cost"] = {{"bytes", t.cost->bytes},
-                       {"flops", t.cost->flops},
-                       {"flop_kind", flop_kind_name(t.cost->kind)},
-                       {"note", t.cost->note}};
+      reply["cost"] = call_cost_json(*t.cost);
     else
       reply["cost_error"] = t.cost_error;
     return reply;

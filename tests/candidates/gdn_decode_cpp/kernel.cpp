@@ -4,8 +4,11 @@
 // memory; bf16 travels as uint16 bits.
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -30,7 +33,8 @@ constexpr std::string_view kFaults[] = {"none",
                                         "write_past_end",
                                         "write_input",
                                         "cache_by_address",
-                                        "nondeterministic"};
+                                        "nondeterministic",
+                                        "flaky_once"};
 constexpr bool known_fault() {
   for (std::string_view f : kFaults)
     if (f == kFault) return true;
@@ -174,6 +178,20 @@ KH_EXPORT int kh_gdn_decode_cpp(const DLTensor* t, int32_t num_tensors, void* /*
   const std::int64_t output_elements = numel(t[9]), state_elements = numel(t[10]);
 
   if constexpr (kFault == "segfault") *g_null_pointer = 1;
+  if constexpr (kFault == "flaky_once") {
+    // Crashes the first time it runs in a folder: the marker file makes every later call (and
+    // a retry in a fresh worker) pass. The folder comes from the environment the worker inherits.
+    const char* dir = std::getenv("KH_TEST_FLAKY_DIR");
+    if (dir) {
+      const std::string marker = std::string(dir) + "/flaky_once.marker";
+      if (std::FILE* f = std::fopen(marker.c_str(), "r")) {
+        std::fclose(f);
+      } else if (std::FILE* created = std::fopen(marker.c_str(), "w")) {
+        std::fclose(created);
+        *g_null_pointer = 1;
+      }
+    }
+  }
   if constexpr (kFault == "hang") {
     volatile bool spinning = true;  // volatile: the loop is not optimised away
     while (spinning) {

@@ -59,6 +59,11 @@ class CudaBackend final : public MemoryBackend {
 
 }  // namespace
 
+int visible_cuda_devices() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+}
+
 std::unique_ptr<MemoryBackend> make_cuda_backend(int device) {
   return std::make_unique<CudaBackend>(device);
 }

@@ -1,0 +1,207 @@
+// `kh sweep CAND... [--definition D]`: judges candidates on every workload of their definition
+// (the shipped set, or --workloads FILE), one worker per visible GPU (cuda) or per --jobs (cpu),
+// candidates interleaved per workload, each result committed to the store as it arrives.
+// --resume continues the newest unfinished sweep of the same plan after a kill; --retry-failed
+// re-runs its failed items (a pass on retry is flagged flaky). A progress bar with ETA on a
+// terminal; --json prints the outcome. Exit status 0 when every item passed, 3 otherwise.
+#include <unistd.h>
+
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "kh/cli/candidate_arg.h"
+#include "kh/cli/commands.h"
+#include "kh/cli/store_access.h"
+#include "kh/core/error.h"
+#include "kh/run/memory_backend.h"
+#include "kh/run/sweep.h"
+#include "kh/spec/dataset.h"
+
+namespace kh::cli {
+namespace {
+
+constexpr int kExitNotPassed = 3;
+constexpr int kProgressBarWidth = 30;
+
+struct Options {
+  std::vector<std::string> candidates;
+  std::string definition;
+  std::string workloads_file;
+  std::vector<std::string> params;
+  std::string cache = ".kh/builds";
+  std::string timing;
+  int warmup = -1, iterations = -1, timing_trials = -1;
+  std::string ceilings_file;
+  int jobs = 1;              // cpu backend: parallel workers
+  std::vector<int> devices;  // cuda: devices to use (default: every visible one)
+  double call_timeout_s = 10, workload_timeout_s = 300;
+  bool resume = false, retry_failed = false, json = false;
+  StoreOptions store;
+  EvalOptions eval;
+};
+
+std::string clock_text(double seconds) {
+  const long s = static_cast<long>(seconds + 0.5);
+  return s >= 3600 ? fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+                   : fmt::format("{}:{:02}", s / 60, s % 60);
+}
+
+void draw_progress(const SweepProgress& p) {
+  const double f = p.total ? static_cast<double>(p.done) / p.total : 1;
+  const int filled = static_cast<int>(f * kProgressBarWidth);
+  const double eta = p.done ? p.elapsed_seconds / p.done * (p.total - p.done) : 0;
+  std::cerr << fmt::format("\r\033[K[{}{}] {}/{} {:.0f}%  {} passed {} failed  eta {}  {} {}",
+                           std::string(filled, '='), std::string(kProgressBarWidth - filled, ' '),
+                           p.done, p.total, 100 * f, p.passed, p.failed, clock_text(eta),
+                           p.candidate, p.workload.substr(0, 8))
+            << std::flush;
+}
+
+std::vector<Workload> sweep_workloads(const Options& o, const Dataset& ds, const Definition& def) {
+  if (o.workloads_file.empty()) {
+    auto all = ds.workloads(def.name);
+    if (all.empty()) fail("definition {} has no workloads in {}", def.name, ds.root().string());
+    return all;
+  }
+  std::vector<Workload> out;
+  for (auto& r : load_workload_file(o.workloads_file)) {
+    if (r.definition != def.name)
+      fail("{}: workload {} is for definition {}, not {}", o.workloads_file, r.workload.uuid,
+           r.definition, def.name);
+    resolve_axes(def, r.workload, o.workloads_file);
+    out.push_back(std::move(r.workload));
+  }
+  if (out.empty()) fail("{}: no workloads", o.workloads_file);
+  return out;
+}
+
+void run(Options& o) {
+  auto store = open_store(o.store);
+  const Dataset ds = Dataset::open(o.eval.root);
+  SweepRequest request;
+  std::string definition = o.definition;
+  for (const auto& arg : o.candidates) {
+    const ResolvedCandidate c = resolve_candidate_arg(arg, o.params, definition, o.cache);
+    if (definition.empty()) definition = c.candidate.definition;
+    if (!c.build.ok)
+      std::cerr << fmt::format("kh: {} did not build; its workloads are COMPILE_ERROR\n",
+                               c.candidate.name);
+    SweepCandidate sc;
+    sc.label = c.candidate.name;
+    sc.record = candidate_record(*store, c);
+    sc.build = c.build;
+    sc.entry = c.candidate.entry.symbol;
+    request.candidates.push_back(std::move(sc));
+  }
+  request.definition = ds.definition(definition);
+  request.workloads = sweep_workloads(o, ds, request.definition);
+
+  if (!o.timing.empty()) {
+    if (o.eval.backend != "cuda") fail("--timing needs --backend cuda");
+    request.eval.timing = parse_timing_method(o.timing);
+    TimingConfig config = official_timing_config(request.definition.name);
+    if (o.warmup >= 0) config.warmup = o.warmup;
+    if (o.iterations >= 0) config.iterations = o.iterations;
+    if (o.timing_trials >= 0) config.trials = o.timing_trials;
+    check_timing_config(config);
+    o.eval.timing_config = config;
+    o.eval.timing = request.eval.timing;
+  }
+  o.eval.call_timeout = std::chrono::milliseconds(static_cast<long>(o.call_timeout_s * 1000));
+  o.eval.workload_timeout =
+      std::chrono::milliseconds(static_cast<long>(o.workload_timeout_s * 1000));
+  request.eval = o.eval;
+  if (!o.ceilings_file.empty()) request.ceilings = load_ceilings(o.ceilings_file);
+  request.resume = o.resume;
+  request.retry_failed = o.retry_failed;
+  if (o.eval.backend == "cuda") {
+    request.devices = o.devices;
+    if (request.devices.empty()) {
+      const int n = visible_cuda_devices();
+      if (n == 0) fail("--backend cuda: no CUDA device is visible (no GPU or no driver)");
+      for (int d = 0; d < n; ++d) request.devices.push_back(d);
+    }
+  } else {
+    if (o.jobs < 1) fail("--jobs {}: expected at least 1", o.jobs);
+    request.devices.assign(static_cast<std::size_t>(o.jobs), 0);
+  }
+
+  const bool bar = !o.json && isatty(STDERR_FILENO);
+  const SweepOutcome out = run_sweep(*store, request, bar ? draw_progress : SweepProgressFn{});
+  if (bar) std::cerr << "\r\033[K" << std::flush;
+
+  const int total = static_cast<int>(request.workloads.size() * request.candidates.size());
+  if (o.json) {
+    std::cout << Json{{"sweep", out.sweep.id},
+                      {"definition", request.definition.name},
+                      {"continued", out.continued},
+                      {"finished", !out.sweep.finished_at.empty()},
+                      {"items", total},
+                      {"ran", out.ran},
+                      {"already_done", out.already_done},
+                      {"passed", out.passed},
+                      {"failed", out.failed},
+                      {"flaky", out.flaky},
+                      {"devices", request.devices},
+                      {"store", store->location().database().string()}}
+                     .dump(2)
+              << "\n";
+  } else {
+    std::cout << fmt::format(
+        "sweep {} of {} ({}): {} items, ran {}, {} already done; {} passed, {} failed, {} "
+        "flaky\n",
+        out.sweep.id.substr(0, 12), request.definition.name, out.continued ? "continued" : "new",
+        total, out.ran, out.already_done, out.passed, out.failed, out.flaky);
+    for (const auto& c : request.candidates)
+      std::cout << fmt::format("  kh show {}  # {}\n", c.record.hash.substr(0, 12), c.label);
+  }
+  if (out.passed != total) set_exit_code(kExitNotPassed);
+}
+
+}  // namespace
+
+void add_sweep_command(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand(
+      "sweep", "Judge candidates on every workload of a definition, results kept in the store");
+  cmd->add_option("candidates", o->candidates,
+                  "candidate folders (folder@NAME=value,... for params) or builtin:NAME")
+      ->required();
+  cmd->add_option("--definition,-d", o->definition,
+                  "the definition (required for builtins; else the candidates')");
+  cmd->add_option("--root,--dataset", o->eval.root, "dataset folder")->capture_default_str();
+  cmd->add_option("--workloads", o->workloads_file,
+                  "workloads JSONL file to sweep instead of the dataset's set");
+  cmd->add_option("--trials", o->eval.trials, "correctness trials per workload")
+      ->capture_default_str();
+  cmd->add_option("--backend", o->eval.backend, "cpu or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  cmd->add_option("--devices", o->devices, "cuda: devices to use (default: all visible)");
+  cmd->add_option("--jobs,-j", o->jobs, "cpu: parallel workers")->capture_default_str();
+  cmd->add_option("--seed", o->eval.seed, "generator seed")->capture_default_str();
+  cmd->add_option("--variant", o->eval.variant, "adversarial input variant");
+  cmd->add_option("--param", o->params, "NAME=value for every candidate (repeatable)");
+  cmd->add_option("--cache", o->cache, "build cache folder")->capture_default_str();
+  cmd->add_option("--logs", o->eval.log_dir, "worker log folder")->capture_default_str();
+  cmd->add_option("--call-timeout", o->call_timeout_s, "seconds per candidate call")
+      ->capture_default_str();
+  cmd->add_option("--workload-timeout", o->workload_timeout_s, "seconds per workload")
+      ->capture_default_str();
+  cmd->add_flag("--official", o->eval.official, "the official rules alone");
+  cmd->add_option("--timing", o->timing, "time passing workloads: cupti, events or graph")
+      ->check(CLI::IsMember({"cupti", "events", "graph"}));
+  cmd->add_option("--warmup", o->warmup, "timing: untimed calls (default: official)");
+  cmd->add_option("--iterations", o->iterations, "timing: timed calls per trial");
+  cmd->add_option("--timing-trials", o->timing_trials, "timing: input sets");
+  cmd->add_option("--ceilings", o->ceilings_file, "machine ceilings JSON for the floor");
+  cmd->add_flag("--resume", o->resume, "continue the newest unfinished sweep of the same plan");
+  cmd->add_flag("--retry-failed", o->retry_failed,
+                "re-run the failed items of the newest sweep of the same plan");
+  cmd->add_flag("--json", o->json, "print the outcome as JSON");
+  add_store_option(cmd, o->store);
+  cmd->callback([o] { run(*o); });
+}
+
+}  // namespace kh::cli
