@@ -133,7 +133,11 @@ void run(Options& o) {
 
   const int total = static_cast<int>(request.workloads.size() * request.candidates.size());
   if (o.json) {
+    Json candidates = Json::array();
+    for (const auto& c : request.candidates)
+      candidates.push_back({{"name", c.label}, {"hash", c.record.hash}, {"built", c.build.ok}});
     std::cout << Json{{"sweep", out.sweep.id},
+                      {"candidates", candidates},
                       {"definition", request.definition.name},
                       {"continued", out.continued},
                       {"finished", !out.sweep.finished_at.empty()},
