@@ -17,7 +17,9 @@ if ! "$kh" sweep --help >/dev/null 2>&1; then
   echo "sweep_library: $kh is not built; run: cmake --workflow --preset default" >&2
   exit 1
 fi
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+# CUDA_VISIBLE_DEVICES set but empty hides every GPU, as it does from CUDA.
+if { [ -n "${CUDA_VISIBLE_DEVICES+x}" ] && [ -z "$CUDA_VISIBLE_DEVICES" ]; } ||
+  ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
   echo "sweep_library: no NVIDIA GPU is visible on this machine; the main job needs one" >&2
   exit 1
 fi
