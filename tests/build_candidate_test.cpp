@@ -12,6 +12,8 @@
 namespace kh {
 namespace {
 
+using test::error_of;
+
 using ::testing::HasSubstr;
 
 const std::string kSolution = R"([solution]
@@ -19,17 +21,6 @@ name = "gdn_decode_simple"
 definition = "gdn_decode_qk4_v8_d128_k_last"
 author = "kh"
 )";
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no kh::Error thrown";
-  return "";
-}
 
 class CandidateManifest : public ::testing::Test {
  protected:

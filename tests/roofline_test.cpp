@@ -30,16 +30,7 @@ const char* const kGdnDecode = "gdn_decode_qk4_v8_d128_k_last";
 const char* const kGdnPrefill = "gdn_prefill_qk4_v8_d128_k_last";
 const char* const kMoe = "moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048";
 
-// The message of the kh::Error that `f` throws ("" and a test failure if it throws none).
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a kh::Error";
-  return "";
-}
+using test::error_of;
 
 void make_absent(InputSet& inputs, const std::string& name) {
   for (auto& item : inputs)

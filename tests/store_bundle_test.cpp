@@ -76,15 +76,7 @@ BundleImportStats import_text(ArtifactStore& store, const std::string& text,
   return import_bundle(store, in, name);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no kh::Error thrown";
-  return "";
-}
+using test::error_of;
 
 // An evaluations record line: `row` with one field set to `value`.
 std::string changed(Json row, const std::string& field, const Json& value) {

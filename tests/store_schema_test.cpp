@@ -20,15 +20,7 @@ namespace {
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no kh::Error thrown";
-  return "";
-}
+using test::error_of;
 
 std::int64_t count(SqliteDb& db, const std::string& sql) {
   return db.query_int(sql);

@@ -83,6 +83,12 @@ TEST_F(SweepCli, TwoCandidatesAreInterleavedAndCompared) {
     EXPECT_NE(items[i].candidate, items[i ^ 1].candidate);
   }
   EXPECT_NE(items[0].candidate, items[2].candidate);
+  // The built candidate is kept with its sources and a record of its build.
+  const auto built = store.find_candidates("gdn_decode_cpp");
+  ASSERT_EQ(built.size(), 1u);
+  EXPECT_FALSE(built[0].sources.empty());
+  ASSERT_FALSE(store.builds(built[0].hash).empty());
+  EXPECT_TRUE(store.builds(built[0].hash)[0].ok);
 
   const auto show = test::run_command(
       kh("show builtin:cpu_reference --json --root " + test::source_dir().string()));

@@ -105,6 +105,16 @@ KhEval run_kh_eval(const std::string& args) {
   return e;
 }
 
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no kh::Error thrown";
+  return "";
+}
+
 std::filesystem::path write_file(const std::filesystem::path& path, const std::string& text) {
   std::filesystem::create_directories(path.parent_path());
   std::ofstream(path, std::ios::binary) << text;

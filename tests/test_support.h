@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "kh/check/check_result.h"
@@ -69,6 +70,10 @@ bool have_gpu();
 /// tolerance (rtol 0.3, 90% matched) would not see a wrong block scale. Two bf16 ulps, with room
 /// for the rare element where float and double accumulation part after cancellation.
 CheckOptions reference_grade(const Definition& def);
+
+/// The message of the kh::Error that `f` throws; records a test failure (and returns "") when it
+/// throws none.
+std::string error_of(const std::function<void()>& f);
 
 /// Writes text to a file (creating folders) and returns its path.
 std::filesystem::path write_file(const std::filesystem::path& path, const std::string& text);

@@ -59,12 +59,30 @@ ResolvedCandidate resolve_candidate_arg(const std::string& arg,
 }
 
 CandidateRecord candidate_record(ArtifactStore& store, const ResolvedCandidate& c) {
-  if (!c.builtin) return record_candidate(store, c.candidate, c.params);
-  CandidateRecord r;
-  r.hash = sha256_hex(c.candidate.name + "\n" + c.candidate.definition);
-  r.name = c.candidate.name;
-  r.definition = c.candidate.definition;
-  r.created_at = utc_timestamp();
+  if (c.builtin) {
+    CandidateRecord r;
+    r.hash = sha256_hex(c.candidate.name + "\n" + c.candidate.definition);
+    r.name = c.candidate.name;
+    r.definition = c.candidate.definition;
+    r.created_at = utc_timestamp();
+    store.put_candidate(r);
+    return r;
+  }
+  const CandidateRecord r = record_candidate(store, c.candidate, c.params);
+  // A compiler run is always kept; a cache hit only when the store has no build of that key yet
+  // (a candidate's builds made on another machine arrive with its bundle).
+  bool known = false;
+  for (const auto& b : store.builds(r.hash)) known = known || b.key == c.build.key;
+  if (!c.build.cached || !known) {
+    BuildRecord b;
+    b.candidate = r.hash;
+    b.key = c.build.key;
+    b.ok = c.build.ok;
+    b.cached = c.build.cached;
+    if (!c.build.log.empty()) b.log_blob = store.put_blob(c.build.log);
+    b.seconds = c.build.seconds;
+    store.put_build(b);
+  }
   return r;
 }
 

@@ -31,7 +31,8 @@ ResolvedCandidate resolve_candidate_arg(const std::string& arg,
                                         const std::string& definition,
                                         const std::filesystem::path& cache);
 
-/// Its record, sources put as blobs (a builtin's hash covers its name and definition).
+/// Puts the candidate in the store (sources and manifest as blobs; a builtin's hash covers its
+/// name and definition) with a record of its build, and returns its record.
 CandidateRecord candidate_record(ArtifactStore& store, const ResolvedCandidate& c);
 
 }  // namespace kh::cli

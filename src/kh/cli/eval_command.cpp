@@ -12,6 +12,7 @@
 #include "kh/build/candidate.h"
 #include "kh/cli/candidate_arg.h"
 #include "kh/cli/commands.h"
+#include "kh/cli/eval_options.h"
 #include "kh/cli/store_access.h"
 #include "kh/core/error.h"
 #include "kh/roofline/call_cost.h"
@@ -30,17 +31,10 @@ struct Options {
   std::string candidate;
   std::string definition;              // builtin candidates only
   std::vector<std::string> workloads;  // uuids or indices; empty: all
-  std::vector<std::string> params;
-  std::string cache = ".kh/builds";
-  double call_timeout_s = 10;
-  double workload_timeout_s = 300;
   bool json = false;
   bool no_store = false;
   StoreOptions store;
-  std::string timing;                                    // "", cupti, events, graph
-  int warmup = -1, iterations = -1, timing_trials = -1;  // -1: the official count
-  std::string ceilings_file;                             // machine ceilings for the roofline floor
-  EvalOptions eval;
+  EvalCliOptions e;
 };
 
 std::vector<std::pair<std::size_t, Workload>> select(const std::vector<Workload>& all,
@@ -74,28 +68,14 @@ std::string axes_text(const Workload& w) {
 
 void run(Options& o) {
   const ResolvedCandidate resolved =
-      resolve_candidate_arg(o.candidate, o.params, o.definition, o.cache);
+      resolve_candidate_arg(o.candidate, o.e.params, o.definition, o.e.cache);
   const Candidate& cand = resolved.candidate;
   const BuildResult& build = resolved.build;
-  const Dataset ds = Dataset::open(o.eval.root);
+  const Dataset ds = Dataset::open(o.e.eval.root);
   const Definition& def = ds.definition(cand.definition);
   const auto chosen = select(ds.workloads(def.name), o.workloads, def.name);
-
-  if (!o.timing.empty()) {
-    o.eval.timing = parse_timing_method(o.timing);
-    if (o.eval.backend != "cuda") fail("--timing needs --backend cuda");
-    TimingConfig config = official_timing_config(def.name);
-    if (o.warmup >= 0) config.warmup = o.warmup;
-    if (o.iterations >= 0) config.iterations = o.iterations;
-    if (o.timing_trials >= 0) config.trials = o.timing_trials;
-    check_timing_config(config);
-    o.eval.timing_config = config;
-  }
-  std::optional<MachineCeilings> ceilings;
-  if (!o.ceilings_file.empty()) ceilings = load_ceilings(o.ceilings_file);
-  o.eval.call_timeout = std::chrono::milliseconds(static_cast<long>(o.call_timeout_s * 1000));
-  o.eval.workload_timeout =
-      std::chrono::milliseconds(static_cast<long>(o.workload_timeout_s * 1000));
+  const std::optional<MachineCeilings> ceilings = resolve_eval_cli_options(o.e, def);
+  const EvalOptions& eval = o.e.eval;
   const bool progress = !o.json && isatty(STDERR_FILENO);
   // Every verdict is kept in the store as it arrives (kh show / kh history read it).
   std::unique_ptr<ArtifactStore> store;
@@ -104,12 +84,11 @@ void run(Options& o) {
     store = open_store(o.store);
     record = candidate_record(*store, resolved);
     store->put_definition(def.name, def.to_json());
-    store->put_candidate(record);
   }
   auto keep = [&](const Workload& w, const WorkloadVerdict& v) {
     if (!store) return;
     store->put_workload(def.name, w.uuid, w.to_json());
-    VerdictContext ctx{record.hash, def.name, "", 1, evaluation_options_json(o.eval), ceilings};
+    VerdictContext ctx{record.hash, def.name, "", 1, evaluation_options_json(eval), ceilings};
     std::optional<EnvironmentRecord> env;
     const EvaluationRecord e = evaluation_record(v, ctx, &env);
     if (env) store->put_environment(*env);
@@ -127,7 +106,7 @@ void run(Options& o) {
       verdicts.push_back(v);
     }
   } else {
-    Evaluator evaluator(o.eval, build.library.string(), cand.entry.symbol);
+    Evaluator evaluator(eval, build.library.string(), cand.entry.symbol);
     for (std::size_t k = 0; k < chosen.size(); ++k) {
       if (progress)
         std::cerr << fmt::format("\r[{}/{}] workload {} ...", k + 1, chosen.size(),
@@ -161,12 +140,12 @@ void run(Options& o) {
     }
     const Json report = {{"candidate", cand.name},
                          {"definition", def.name},
-                         {"backend", o.eval.backend},
-                         {"official", o.eval.official},
-                         {"reference", o.eval.cpu_reference ? "cpu" : "auto"},
-                         {"trials", o.eval.trials},
-                         {"seed", o.eval.seed},
-                         {"variant", o.eval.variant},
+                         {"backend", eval.backend},
+                         {"official", eval.official},
+                         {"reference", eval.cpu_reference ? "cpu" : "auto"},
+                         {"trials", eval.trials},
+                         {"seed", eval.seed},
+                         {"variant", eval.variant},
                          {"build",
                           {{"ok", build.ok},
                            {"cached", build.cached},
@@ -177,11 +156,11 @@ void run(Options& o) {
                          {"failed", verdicts.size() - passed}};
     std::cout << report.dump(2) << "\n";
   } else {
-    std::cout << fmt::format(
-        "{} on {} ({} backend{}, {} trials{}): build {} {}\n", cand.name, def.name, o.eval.backend,
-        o.eval.official ? ", official rules" : "", o.eval.trials,
-        o.eval.variant.empty() ? "" : ", variant " + o.eval.variant, build.key.substr(0, 12),
-        build.ok ? (build.cached ? "cached" : "built") : "FAILED");
+    std::cout << fmt::format("{} on {} ({} backend{}, {} trials{}): build {} {}\n", cand.name,
+                             def.name, eval.backend, eval.official ? ", official rules" : "",
+                             eval.trials, eval.variant.empty() ? "" : ", variant " + eval.variant,
+                             build.key.substr(0, 12),
+                             build.ok ? (build.cached ? "cached" : "built") : "FAILED");
     std::cout << fmt::format("{:>4}  {:<38} {:<22} {:>9} {:>9} {:>9}  {}\n", "#", "workload",
                              "status", "max abs", "max rel", "matched", "axes / note");
     for (std::size_t k = 0; k < verdicts.size(); ++k) {
@@ -221,40 +200,10 @@ void add_eval_command(CLI::App& app) {
                   "candidate folder (with candidate.toml), or builtin:cpu_reference")
       ->required();
   cmd->add_option("--definition,-d", o->definition, "definition of a builtin candidate");
-  cmd->add_option("--root", o->eval.root, "dataset folder")->capture_default_str();
+  add_eval_cli_options(cmd, o->e);
   cmd->add_option("--workload,-w", o->workloads,
                   "workload uuid or index (repeatable; default all)");
-  cmd->add_option("--trials", o->eval.trials, "trials per workload")->capture_default_str();
-  cmd->add_option("--backend", o->eval.backend, "cpu or cuda")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
-      ->capture_default_str();
-  cmd->add_option("--device", o->eval.device, "CUDA device")->capture_default_str();
-  cmd->add_option("--seed", o->eval.seed, "generator seed")->capture_default_str();
-  cmd->add_option("--variant", o->eval.variant, "adversarial input variant");
-  cmd->add_option("--param", o->params, "compile-time parameter NAME=value (repeatable)");
-  cmd->add_option("--cache", o->cache, "build cache folder")->capture_default_str();
-  cmd->add_option("--logs", o->eval.log_dir, "worker log folder")->capture_default_str();
-  cmd->add_option("--call-timeout", o->call_timeout_s, "seconds per candidate call")
-      ->capture_default_str();
-  cmd->add_option("--workload-timeout", o->workload_timeout_s, "seconds per workload")
-      ->capture_default_str();
-  cmd->add_flag("--official", o->eval.official,
-                "the official rules alone (no poisoning, canaries, input checks, anti-caching)");
-  cmd->add_flag("--cpu-reference", o->eval.cpu_reference,
-                "judge with the fp64 CPU references on host-drawn inputs even on the cuda backend "
-                "(slow; cross-checks the GPU references)");
-  cmd->add_option("--timing", o->timing,
-                  "time workloads that pass: cupti (official-aligned span), events or graph")
-      ->check(CLI::IsMember({"cupti", "events", "graph"}));
-  cmd->add_option("--warmup", o->warmup, "timing: untimed calls (default: the official count)");
-  cmd->add_option("--iterations", o->iterations,
-                  "timing: timed calls per trial (default: the official count)");
-  cmd->add_option("--timing-trials", o->timing_trials,
-                  "timing: input sets (default: the official count)");
-  cmd->add_option("--ceilings", o->ceilings_file,
-                  "machine ceilings JSON for the roofline floor of timings (default: the file "
-                  "kh ceilings stored for this GPU, if any)");
-  cmd->add_flag("--sanitize", o->eval.sanitize, "run the worker under compute-sanitizer memcheck");
+  cmd->add_option("--device", o->e.eval.device, "CUDA device")->capture_default_str();
   cmd->add_flag("--json", o->json, "print the results as JSON");
   add_store_option(cmd, o->store);
   cmd->add_flag("--no-store", o->no_store, "do not record the results in the store");

@@ -20,10 +20,14 @@ void add_store_option(CLI::App* cmd, StoreOptions& o) {
 std::unique_ptr<ArtifactStore> open_store(const StoreOptions& o) {
   auto store = std::make_unique<ArtifactStore>(StoreLocation{o.dir});
   std::filesystem::path memory;
-  if (const char* env = std::getenv("KH_MEMORY_DIR"))
+  if (const char* env = std::getenv("KH_MEMORY_DIR")) {
     memory = env;
-  else
-    memory = kh_home() / "memory";
+  } else {
+    try {
+      memory = kh_home() / "memory";
+    } catch (const Error&) {  // a kh binary away from its source tree has no memory/ to import
+    }
+  }
   if (!memory.empty() && std::filesystem::is_directory(memory)) {
     const int imported = import_memory_dir(*store, memory);
     if (imported)

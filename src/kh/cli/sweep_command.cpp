@@ -12,6 +12,7 @@
 
 #include "kh/cli/candidate_arg.h"
 #include "kh/cli/commands.h"
+#include "kh/cli/eval_options.h"
 #include "kh/cli/store_access.h"
 #include "kh/core/error.h"
 #include "kh/run/memory_backend.h"
@@ -28,17 +29,11 @@ struct Options {
   std::vector<std::string> candidates;
   std::string definition;
   std::string workloads_file;
-  std::vector<std::string> params;
-  std::string cache = ".kh/builds";
-  std::string timing;
-  int warmup = -1, iterations = -1, timing_trials = -1;
-  std::string ceilings_file;
   int jobs = 1;              // cpu backend: parallel workers
   std::vector<int> devices;  // cuda: devices to use (default: every visible one)
-  double call_timeout_s = 10, workload_timeout_s = 300;
   bool resume = false, retry_failed = false, json = false;
   StoreOptions store;
-  EvalOptions eval;
+  EvalCliOptions e;
 };
 
 std::string clock_text(double seconds) {
@@ -78,11 +73,11 @@ std::vector<Workload> sweep_workloads(const Options& o, const Dataset& ds, const
 
 void run(Options& o) {
   auto store = open_store(o.store);
-  const Dataset ds = Dataset::open(o.eval.root);
+  const Dataset ds = Dataset::open(o.e.eval.root);
   SweepRequest request;
   std::string definition = o.definition;
   for (const auto& arg : o.candidates) {
-    const ResolvedCandidate c = resolve_candidate_arg(arg, o.params, definition, o.cache);
+    const ResolvedCandidate c = resolve_candidate_arg(arg, o.e.params, definition, o.e.cache);
     if (definition.empty()) definition = c.candidate.definition;
     if (!c.build.ok)
       std::cerr << fmt::format("kh: {} did not build; its workloads are COMPILE_ERROR\n",
@@ -97,25 +92,11 @@ void run(Options& o) {
   request.definition = ds.definition(definition);
   request.workloads = sweep_workloads(o, ds, request.definition);
 
-  if (!o.timing.empty()) {
-    if (o.eval.backend != "cuda") fail("--timing needs --backend cuda");
-    request.eval.timing = parse_timing_method(o.timing);
-    TimingConfig config = official_timing_config(request.definition.name);
-    if (o.warmup >= 0) config.warmup = o.warmup;
-    if (o.iterations >= 0) config.iterations = o.iterations;
-    if (o.timing_trials >= 0) config.trials = o.timing_trials;
-    check_timing_config(config);
-    o.eval.timing_config = config;
-    o.eval.timing = request.eval.timing;
-  }
-  o.eval.call_timeout = std::chrono::milliseconds(static_cast<long>(o.call_timeout_s * 1000));
-  o.eval.workload_timeout =
-      std::chrono::milliseconds(static_cast<long>(o.workload_timeout_s * 1000));
-  request.eval = o.eval;
-  if (!o.ceilings_file.empty()) request.ceilings = load_ceilings(o.ceilings_file);
+  request.ceilings = resolve_eval_cli_options(o.e, request.definition);
+  request.eval = o.e.eval;
   request.resume = o.resume;
   request.retry_failed = o.retry_failed;
-  if (o.eval.backend == "cuda") {
+  if (request.eval.backend == "cuda") {
     request.devices = o.devices;
     if (request.devices.empty()) {
       const int n = visible_cuda_devices();
@@ -174,32 +155,11 @@ void add_sweep_command(CLI::App& app) {
       ->required();
   cmd->add_option("--definition,-d", o->definition,
                   "the definition (required for builtins; else the candidates')");
-  cmd->add_option("--root,--dataset", o->eval.root, "dataset folder")->capture_default_str();
+  add_eval_cli_options(cmd, o->e);
   cmd->add_option("--workloads", o->workloads_file,
                   "workloads JSONL file to sweep instead of the dataset's set");
-  cmd->add_option("--trials", o->eval.trials, "correctness trials per workload")
-      ->capture_default_str();
-  cmd->add_option("--backend", o->eval.backend, "cpu or cuda")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
-      ->capture_default_str();
   cmd->add_option("--devices", o->devices, "cuda: devices to use (default: all visible)");
   cmd->add_option("--jobs,-j", o->jobs, "cpu: parallel workers")->capture_default_str();
-  cmd->add_option("--seed", o->eval.seed, "generator seed")->capture_default_str();
-  cmd->add_option("--variant", o->eval.variant, "adversarial input variant");
-  cmd->add_option("--param", o->params, "NAME=value for every candidate (repeatable)");
-  cmd->add_option("--cache", o->cache, "build cache folder")->capture_default_str();
-  cmd->add_option("--logs", o->eval.log_dir, "worker log folder")->capture_default_str();
-  cmd->add_option("--call-timeout", o->call_timeout_s, "seconds per candidate call")
-      ->capture_default_str();
-  cmd->add_option("--workload-timeout", o->workload_timeout_s, "seconds per workload")
-      ->capture_default_str();
-  cmd->add_flag("--official", o->eval.official, "the official rules alone");
-  cmd->add_option("--timing", o->timing, "time passing workloads: cupti, events or graph")
-      ->check(CLI::IsMember({"cupti", "events", "graph"}));
-  cmd->add_option("--warmup", o->warmup, "timing: untimed calls (default: official)");
-  cmd->add_option("--iterations", o->iterations, "timing: timed calls per trial");
-  cmd->add_option("--timing-trials", o->timing_trials, "timing: input sets");
-  cmd->add_option("--ceilings", o->ceilings_file, "machine ceilings JSON for the floor");
   cmd->add_flag("--resume", o->resume, "continue the newest unfinished sweep of the same plan");
   cmd->add_flag("--retry-failed", o->retry_failed,
                 "re-run the failed items of the newest sweep of the same plan");

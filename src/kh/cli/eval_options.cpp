@@ -1,0 +1,60 @@
+#include "kh/cli/eval_options.h"
+
+#include "kh/core/error.h"
+
+namespace kh::cli {
+
+void add_eval_cli_options(CLI::App* cmd, EvalCliOptions& o) {
+  cmd->add_option("--root,--dataset", o.eval.root, "dataset folder")->capture_default_str();
+  cmd->add_option("--trials", o.eval.trials, "correctness trials per workload")
+      ->capture_default_str();
+  cmd->add_option("--backend", o.eval.backend, "cpu or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  cmd->add_option("--seed", o.eval.seed, "generator seed")->capture_default_str();
+  cmd->add_option("--variant", o.eval.variant, "adversarial input variant");
+  cmd->add_option("--param", o.params, "compile-time parameter NAME=value (repeatable)");
+  cmd->add_option("--cache", o.cache, "build cache folder")->capture_default_str();
+  cmd->add_option("--logs", o.eval.log_dir, "worker log folder")->capture_default_str();
+  cmd->add_option("--call-timeout", o.call_timeout_s, "seconds per candidate call")
+      ->capture_default_str();
+  cmd->add_option("--workload-timeout", o.workload_timeout_s, "seconds per workload")
+      ->capture_default_str();
+  cmd->add_flag("--official", o.eval.official,
+                "the official rules alone (no poisoning, canaries, input checks, anti-caching)");
+  cmd->add_flag("--cpu-reference", o.eval.cpu_reference,
+                "judge with the fp64 CPU references on host-drawn inputs even on the cuda backend "
+                "(slow; cross-checks the GPU references)");
+  cmd->add_flag("--sanitize", o.eval.sanitize, "run the worker under compute-sanitizer memcheck");
+  cmd->add_option("--timing", o.timing,
+                  "time workloads that pass: cupti (official-aligned span), events or graph")
+      ->check(CLI::IsMember({"cupti", "events", "graph"}));
+  cmd->add_option("--warmup", o.warmup, "timing: untimed calls (default: the official count)");
+  cmd->add_option("--iterations", o.iterations,
+                  "timing: timed calls per trial (default: the official count)");
+  cmd->add_option("--timing-trials", o.timing_trials,
+                  "timing: input sets (default: the official count)");
+  cmd->add_option("--ceilings", o.ceilings_file,
+                  "machine ceilings JSON for the roofline floor of timings (default: the file "
+                  "kh ceilings stored for this GPU, if any)");
+}
+
+std::optional<MachineCeilings> resolve_eval_cli_options(EvalCliOptions& o, const Definition& def) {
+  if (!o.timing.empty()) {
+    if (o.eval.backend != "cuda") fail("--timing needs --backend cuda");
+    o.eval.timing = parse_timing_method(o.timing);
+    TimingConfig config = official_timing_config(def.name);
+    if (o.warmup >= 0) config.warmup = o.warmup;
+    if (o.iterations >= 0) config.iterations = o.iterations;
+    if (o.timing_trials >= 0) config.trials = o.timing_trials;
+    check_timing_config(config);
+    o.eval.timing_config = config;
+  }
+  o.eval.call_timeout = std::chrono::milliseconds(static_cast<long>(o.call_timeout_s * 1000));
+  o.eval.workload_timeout =
+      std::chrono::milliseconds(static_cast<long>(o.workload_timeout_s * 1000));
+  if (o.ceilings_file.empty()) return std::nullopt;
+  return load_ceilings(o.ceilings_file);
+}
+
+}  // namespace kh::cli

@@ -1,0 +1,37 @@
+// The options `kh eval` and `kh sweep` share: where the workloads come from, how candidates are
+// built, judged and timed. One definition of each flag, so the two verbs cannot drift apart.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "kh/roofline/ceilings.h"
+#include "kh/run/evaluator.h"
+#include "kh/spec/definition.h"
+
+namespace kh::cli {
+
+struct EvalCliOptions {
+  EvalOptions eval;
+  std::vector<std::string> params;  // NAME=value for the candidate(s)
+  std::string cache = ".kh/builds";
+  double call_timeout_s = 10;
+  double workload_timeout_s = 300;
+  std::string timing;                                    // "", cupti, events, graph
+  int warmup = -1, iterations = -1, timing_trials = -1;  // -1: the official count
+  std::string ceilings_file;                             // machine ceilings for the roofline floor
+};
+
+/// --root/--dataset, --trials, --backend, --seed, --variant, --param, --cache, --logs,
+/// --call-timeout, --workload-timeout, --official, --cpu-reference, --sanitize, --timing,
+/// --warmup, --iterations, --timing-trials, --ceilings.
+void add_eval_cli_options(CLI::App* cmd, EvalCliOptions& o);
+
+/// Fills o.eval's timeouts and, with --timing, its method and the counts for `def` (official,
+/// overridden by the flags). Returns the --ceilings file's ceilings, if one was given.
+std::optional<MachineCeilings> resolve_eval_cli_options(EvalCliOptions& o, const Definition& def);
+
+}  // namespace kh::cli
