@@ -1,5 +1,5 @@
 // `kh ceilings`: measures this GPU's ceilings (gpu/ceilings_probe.h) and stores them as JSON for
-// `kh eval --ceilings` (default file: .kh/ceilings/<gpu name>.json).
+// `kh eval --ceilings` (default file: .kh/ceilings/<gpu name>.json), and records them in the store.
 #include <unistd.h>
 
 #include <iostream>
@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "kh/cli/commands.h"
+#include "kh/cli/store_access.h"
 #include "kh/gpu/ceilings_probe.h"
 
 namespace kh::cli {
@@ -16,6 +17,7 @@ struct Options {
   int device = 0;
   std::string out;  // empty: .kh/ceilings/<gpu>.json
   bool json = false;
+  StoreOptions store;
 };
 
 void run(const Options& o) {
@@ -27,6 +29,12 @@ void run(const Options& o) {
   const std::filesystem::path out =
       o.out.empty() ? default_ceilings_path(r.ceilings.gpu) : std::filesystem::path(o.out);
   save_ceilings(r.ceilings, out);
+  // Kept in the store too, so ceilings measured on a borrowed machine travel in its bundles.
+  CeilingsRecord record;
+  record.gpu = r.ceilings.gpu;
+  record.ceilings = {{"ceilings", r.ceilings.to_json()}, {"details", r.details}};
+  record.created_at = utc_timestamp();
+  open_store(o.store)->put_ceilings(record);
   if (o.json) {
     std::cout << Json{{"file", out.string()},
                       {"ceilings", r.ceilings.to_json()},
@@ -55,6 +63,7 @@ void add_ceilings_command(CLI::App& app) {
   cmd->add_option("--device", o->device, "CUDA device")->capture_default_str();
   cmd->add_option("--out,-o", o->out, "JSON file to write (default .kh/ceilings/<gpu>.json)");
   cmd->add_flag("--json", o->json, "print the ceilings and every probe as JSON");
+  add_store_option(cmd, o->store);
   cmd->callback([o] { run(*o); });
 }
 

@@ -57,6 +57,16 @@ class CallTimer {
   using Call = std::function<int(std::string& why)>;
   TrialTiming time_trial(TimingMethod method, const TimingConfig& config, const Call& call);
 
+  /// Times several calls interleaved (the paired gate: two candidates on the same inputs):
+  /// `order[i]` is the index of the call timed at iteration i. Each call first gets the untimed
+  /// pre-warmup calls and `warmup` more; every timed call follows an L2 flush as in time_trial.
+  /// Under cupti each call's spans are checked (activity present, same set) among its own
+  /// iterations. Returns one TrialTiming per call, its samples in the order taken; an error of
+  /// any call is reported on every result.
+  std::vector<TrialTiming> time_interleaved(TimingMethod method, int warmup,
+                                            const std::vector<Call>& calls,
+                                            const std::vector<int>& order);
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -96,7 +96,69 @@ std::optional<CheckResult> Evaluator::ensure_worker() {
     // FlashInfer-Bench: an unresolved symbol at dlopen is a COMPILE_ERROR.
     return failure(EvalStatus::kCompileError, error);
   }
+  if (!peer_library_.empty()) {
+    const WorkerReply p = worker_->request({{"op", "load"},
+                                            {"slot", "peer"},
+                                            {"library", peer_library_},
+                                            {"entry", peer_entry_},
+                                            {"root", options_.root.string()}},
+                                           options_.call_timeout, options_.start_timeout);
+    if (p.kind != WorkerReply::Kind::kReply || !p.body.value("ok", false)) {
+      const std::string why = p.kind != WorkerReply::Kind::kReply
+                                  ? p.detail + "\n" + worker_->log_tail()
+                                  : p.body.value("error", "");
+      worker_->stop();
+      worker_.reset();
+      return failure(EvalStatus::kCompileError, "loading the peer candidate: " + why);
+    }
+  }
   return std::nullopt;
+}
+
+void Evaluator::set_peer(std::string library, std::string entry) {
+  peer_library_ = std::move(library);
+  peer_entry_ = std::move(entry);
+  if (worker_) worker_->stop();  // the next request starts a worker with both loaded
+  worker_.reset();
+}
+
+Evaluator::PairedTiming Evaluator::time_pair(const Definition& def, const Workload& workload,
+                                             int trial, TimingMethod method, int warmup,
+                                             const std::vector<int>& order) {
+  PairedTiming t;
+  if (peer_library_.empty()) fail("a paired timing needs a peer candidate (set_peer)");
+  if (auto load_failure = ensure_worker()) {
+    t.error = load_failure->message;
+    return t;
+  }
+  Json request = workload_request("time_pair", def, workload, trial);
+  request["method"] = timing_method_name(method);
+  request["warmup"] = warmup;
+  request["order"] = order;
+  const WorkerReply r =
+      worker_->request(request, options_.workload_timeout, options_.workload_timeout);
+  auto lost = [&](const std::string& why) {
+    t.error = why + "\n" + worker_->log_tail();
+    worker_->stop();
+    worker_.reset();
+    return t;
+  };
+  if (r.kind != WorkerReply::Kind::kReply) return lost(r.detail);
+  if (!r.body.value("ok", false)) return lost(r.body.value("error", "unknown worker error"));
+  t.error = r.body.value("error", "");
+  auto samples = [](const Json& list) {
+    std::vector<TimingSample> out;
+    for (const auto& s : list)
+      out.push_back(make_timing_sample(s.at("seconds").get<double>(),
+                                       s.at("sm_clock_mhz").get<double>(),
+                                       s.at("throttle_reasons").get<std::uint64_t>()));
+    return out;
+  };
+  t.a = samples(r.body.at("samples").at(0));
+  t.b = samples(r.body.at("samples").at(1));
+  t.environment = r.body.value("environment", Json(nullptr));
+  t.cost = r.body.value("cost", Json(nullptr));
+  return t;
 }
 
 Json Evaluator::workload_request(const char* op, const Definition& def, const Workload& workload,

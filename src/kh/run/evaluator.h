@@ -60,6 +60,20 @@ class Evaluator {
 
   WorkloadVerdict evaluate(const Definition& def, const Workload& workload);
 
+  /// A paired gate's second candidate, loaded into the same worker beside the first.
+  void set_peer(std::string library, std::string entry);
+  /// One round of a paired gate on one workload: the candidate (a) and its peer (b) on the same
+  /// inputs (those of `trial`), timed interleaved in `order` (0: a, 1: b). A worker crash, a
+  /// load failure or a timer failure comes back in `error` (the worker is restarted next time).
+  struct PairedTiming {
+    std::vector<TimingSample> a, b;
+    std::string error;
+    Json environment;
+    Json cost;
+  };
+  PairedTiming time_pair(const Definition& def, const Workload& workload, int trial,
+                         TimingMethod method, int warmup, const std::vector<int>& order);
+
  private:
   /// Starts (or restarts) the worker and loads the candidate; returns a failure verdict's check
   /// if the library does not load (COMPILE_ERROR) or the worker does not start (RUNTIME_ERROR).
@@ -76,6 +90,7 @@ class Evaluator {
   EvalOptions options_;
   std::string library_;
   std::string entry_;
+  std::string peer_library_, peer_entry_;  // empty: no peer
   std::unique_ptr<WorkerClient> worker_;
   int workers_started_ = 0;
   std::filesystem::path sanitizer_log_;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "kh/gen/input_generator.h"
 #include "kh/gpu/call_timer.h"
@@ -23,5 +24,18 @@ struct TimedTrial {
 TimedTrial run_timed_trial(MemoryBackend& backend, const CandidateLibrary& library,
                            const InputGenerator& generator, std::int64_t trial, TimingMethod method,
                            const TimingConfig& config, CallTimer& timer);
+
+/// The paired gate's round on one workload: several candidates on the same buffers, holding the
+/// same inputs, timed interleaved in `order` (CallTimer::time_interleaved), after `warmup`
+/// untimed calls each. The workspace is the largest any of them asks for. One timing per library.
+struct TimedCalls {
+  std::vector<TrialTiming> timings;
+  std::optional<CallCost> cost;
+  std::string cost_error;
+};
+TimedCalls run_timed_calls(MemoryBackend& backend,
+                           const std::vector<const CandidateLibrary*>& libraries,
+                           const InputGenerator& generator, std::int64_t trial, TimingMethod method,
+                           int warmup, const std::vector<int>& order, CallTimer& timer);
 
 }  // namespace kh

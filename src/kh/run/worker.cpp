@@ -59,15 +59,17 @@ class Worker {
     const JsonCursor c(request, "request");
     const std::string op = c.at("op").as_string();
     if (op == "load") {
-      library_.reset();
+      // "slot": "peer" loads the second candidate of a paired gate beside the first.
+      const bool peer = c.has("slot") && c.at("slot").as_string() == "peer";
+      std::unique_ptr<CandidateLibrary>& slot = peer ? peer_ : library_;
+      slot.reset();
       try {
         const std::string library = c.at("library").as_string();
         if (is_builtin_candidate(library)) {
           open_dataset(c.at("root").as_string());
-          library_ =
-              make_builtin_candidate(library, dataset_->definition(c.at("entry").as_string()));
+          slot = make_builtin_candidate(library, dataset_->definition(c.at("entry").as_string()));
         } else {
-          library_ = std::make_unique<CandidateLibrary>(library, c.at("entry").as_string());
+          slot = std::make_unique<CandidateLibrary>(library, c.at("entry").as_string());
         }
       } catch (const Error& e) {
         return {{"ok", false}, {"kind", "load"}, {"error", e.what()}};
@@ -99,6 +101,7 @@ class Worker {
       return reply;
     }
     if (op == "time") return time(c);
+    if (op == "time_pair") return time_pair(c);
     return {{"ok", false}, {"kind", "internal"}, {"error", "unknown op '" + op + "'"}};
   }
 
@@ -127,19 +130,50 @@ class Worker {
     const TimedTrial t =
         run_timed_trial(*backend_, *library_, generator, c.at("trial").as_int(),
                         parse_timing_method(c.at("method").as_string()), config, *timer_);
-    Json samples = Json::array();
-    for (const auto& s : t.timing.samples)
-      samples.push_back({{"seconds", s.seconds},
-                         {"sm_clock_mhz", s.sm_clock_mhz},
-                         {"throttle_reasons", s.throttle_reasons}});
     Json reply = {{"ok", true},
-                  {"samples", samples},
+                  {"samples", samples_json(t.timing)},
                   {"error", t.timing.error},
                   {"environment", device_environment_json(timer_->environment())}};
     if (t.cost)
       reply["cost"] = call_cost_json(*t.cost);
     else
       reply["cost_error"] = t.cost_error;
+    return reply;
+  }
+
+  static Json samples_json(const TrialTiming& t) {
+    Json samples = Json::array();
+    for (const auto& s : t.samples)
+      samples.push_back({{"seconds", s.seconds},
+                         {"sm_clock_mhz", s.sm_clock_mhz},
+                         {"throttle_reasons", s.throttle_reasons}});
+    return samples;
+  }
+
+  // One round of a paired gate on one workload (worker_protocol.h): the loaded candidate (0) and
+  // its peer (1) on the same inputs, timed in the request's order.
+  Json time_pair(const JsonCursor& c) {
+    if (!library_ || !peer_)
+      return {
+          {"ok", false}, {"kind", "internal"}, {"error", "a paired timing needs two candidates"}};
+    if (backend_->device().device_type != kDLCUDA)
+      return {{"ok", false}, {"kind", "input"}, {"error", "timing needs the cuda backend"}};
+    const InputGenerator generator = generator_for(c);
+    if (!timer_)
+      timer_ = std::make_unique<CallTimer>(backend_->device().device_id, backend_->stream());
+    std::vector<int> order;
+    for (std::size_t i = 0; i < c.at("order").size(); ++i)
+      order.push_back(static_cast<int>(c.at("order").at(i).as_int()));
+    const TimedCalls t =
+        run_timed_calls(*backend_, {library_.get(), peer_.get()}, generator, c.at("trial").as_int(),
+                        parse_timing_method(c.at("method").as_string()),
+                        static_cast<int>(c.at("warmup").as_int()), order, *timer_);
+    Json reply = {
+        {"ok", true},
+        {"samples", Json::array({samples_json(t.timings[0]), samples_json(t.timings[1])})},
+        {"error", t.timings[0].error},
+        {"environment", device_environment_json(timer_->environment())}};
+    if (t.cost) reply["cost"] = call_cost_json(*t.cost);
     return reply;
   }
 
@@ -152,7 +186,8 @@ class Worker {
   std::unique_ptr<MemoryBackend> backend_;
   FILE* out_;
   std::unique_ptr<CandidateLibrary> library_;
-  std::unique_ptr<CallTimer> timer_;  // created by the first timed trial
+  std::unique_ptr<CandidateLibrary> peer_;  // a paired gate's second candidate
+  std::unique_ptr<CallTimer> timer_;        // created by the first timed trial
   std::unique_ptr<Dataset> dataset_;
   std::string dataset_root_;
 };

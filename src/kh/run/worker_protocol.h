@@ -1,12 +1,15 @@
 // The coordinator-worker protocol: newline-delimited JSON over the worker's stdin and stdout.
 //
 //   coordinator -> worker   {"id": n, "op": "load", "library": path | "builtin:...", "entry":
-//                            symbol (a builtin: the definition), "root": dataset}
+//                            symbol (a builtin: the definition), "root": dataset,
+//                            "slot": "peer" (optional: a paired gate's second candidate)}
 //                           {"id": n, "op": "trial", "root", "definition", "workload", "trial",
 //                            "seed", "variant", "official", "sanitize",
 //                            "cpu_reference"}
 //                           {"id": n, "op": "time", "root", "definition", "workload", "trial",
 //                            "seed", "variant", "method", "warmup", "iterations"}
+//                           {"id": n, "op": "time_pair", "root", "definition", "workload",
+//                            "trial", "seed", "variant", "method", "warmup", "order": [0|1...]}
 //                           {"id": n, "op": "quit"}
 //   worker -> coordinator   {"event": "call_start"} / {"event": "call_end"}   around each call
 //                           {"id": n, "ok": true, ...result} | {"id": n, "ok": false,
@@ -14,6 +17,8 @@
 //                           time replies: {"samples": [{"seconds", "sm_clock_mhz",
 //                            "throttle_reasons"}], "error": "" or the timer's failure,
 //                            "environment": {...}, "cost": {"bytes", "flops", "flop_kind"}}
+//                           time_pair replies: "samples": [[candidate's], [peer's]] in the
+//                            order taken, else as time replies
 //
 // The worker keeps the real stdout for the protocol and points file descriptor 1 at its log,
 // so a candidate that prints cannot corrupt the stream.

@@ -88,9 +88,21 @@ struct CallTimer::Impl {
     }
     return std::nullopt;
   }
-  TrialTiming events(const TimingConfig& c, const Call& call);
-  TrialTiming graph(const TimingConfig& c, const Call& call);
-  TrialTiming cupti(const TimingConfig& c, const Call& call);
+  // Each method times `calls` in `order` after `warmup` untimed calls of each; one result per
+  // call. time_trial is the case of one call timed config.iterations times.
+  using Results = std::vector<TrialTiming>;
+  Results events(int warmup, const std::vector<Call>& calls, const std::vector<int>& order);
+  Results graph(int warmup, const std::vector<Call>& calls, const std::vector<int>& order);
+  Results cupti(int warmup, const std::vector<Call>& calls, const std::vector<int>& order);
+  // Every call's untimed calls; the first failure, if any.
+  std::optional<std::string> untimed_all(int warmup, const std::vector<Call>& calls) {
+    for (const auto& call : calls)
+      if (auto e = untimed(kOfficialPreWarmupCalls + warmup, call)) return e;
+    return std::nullopt;
+  }
+  static Results failed(std::size_t n, const std::string& error) {
+    return Results(n, TrialTiming{{}, error});
+  }
 };
 
 CallTimer::CallTimer(int device, void* cuda_stream) : impl_(std::make_unique<Impl>()) {
@@ -126,80 +138,111 @@ const DeviceEnvironment& CallTimer::environment() const {
 TrialTiming CallTimer::time_trial(TimingMethod method, const TimingConfig& config,
                                   const Call& call) {
   check_timing_config(config);
+  return time_interleaved(method, config.warmup, {call},
+                          std::vector<int>(static_cast<std::size_t>(config.iterations), 0))[0];
+}
+
+std::vector<TrialTiming> CallTimer::time_interleaved(TimingMethod method, int warmup,
+                                                     const std::vector<Call>& calls,
+                                                     const std::vector<int>& order) {
+  if (calls.empty()) fail("timer: no call to time");
+  if (warmup < 0) fail("timer: warmup {} is negative", warmup);
+  for (int i : order)
+    if (i < 0 || static_cast<std::size_t>(i) >= calls.size())
+      fail("timer: order names call {} of {}", i, calls.size());
   switch (method) {
     case TimingMethod::kEvents:
-      return impl_->events(config, call);
+      return impl_->events(warmup, calls, order);
     case TimingMethod::kGraph:
-      return impl_->graph(config, call);
+      return impl_->graph(warmup, calls, order);
     case TimingMethod::kCupti:
-      return impl_->cupti(config, call);
+      return impl_->cupti(warmup, calls, order);
   }
   fail("unknown timing method");
 }
 
-TrialTiming CallTimer::Impl::events(const TimingConfig& c, const Call& call) {
-  TrialTiming r;
-  if (auto e = untimed(kOfficialPreWarmupCalls + c.warmup, call)) return {{}, *e};
+CallTimer::Impl::Results CallTimer::Impl::events(int warmup, const std::vector<Call>& calls,
+                                                 const std::vector<int>& order) {
+  Results r(calls.size());
+  if (auto e = untimed_all(warmup, calls)) return failed(calls.size(), *e);
   EventPair ev;
-  for (int i = 0; i < c.iterations; ++i) {
+  for (int c : order) {
     flush();
     std::string why;
     check(cudaEventRecord(ev.start, stream), "cudaEventRecord");
-    const int rc = call(why);
+    const int rc = calls[c](why);
     check(cudaEventRecord(ev.end, stream), "cudaEventRecord");
-    if (rc) return {{}, fmt::format("the entry point returned status {}: {}", rc, why)};
-    r.samples.push_back(sample(ev.seconds()));
+    if (rc)
+      return failed(calls.size(), fmt::format("the entry point returned status {}: {}", rc, why));
+    r[c].samples.push_back(sample(ev.seconds()));
   }
   return r;
 }
 
-TrialTiming CallTimer::Impl::graph(const TimingConfig& c, const Call& call) {
-  cudaGraph_t graph = nullptr;
-  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin capture");
-  std::string why;
-  const int rc = call(why);
-  const cudaError_t captured = cudaStreamEndCapture(stream, &graph);
-  if (rc || captured != cudaSuccess) {
-    if (graph) cudaGraphDestroy(graph);
-    cudaGetLastError();  // capture errors are not sticky
-    return {{},
-            rc ? fmt::format("the entry point returned status {} during graph capture: {}", rc, why)
-               : fmt::format("the call cannot be captured in a CUDA graph: {} (does it "
-                             "synchronise, allocate, or use another stream?)",
-                             cudaGetErrorString(captured))};
+CallTimer::Impl::Results CallTimer::Impl::graph(int warmup, const std::vector<Call>& calls,
+                                                const std::vector<int>& order) {
+  // One graph per call, captured once; replays follow `order` after each graph's untimed replays.
+  std::vector<cudaGraphExec_t> execs;
+  auto destroy = [&] {
+    for (auto e : execs) cudaGraphExecDestroy(e);
+  };
+  for (const auto& call : calls) {
+    cudaGraph_t graph = nullptr;
+    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin capture");
+    std::string why;
+    const int rc = call(why);
+    const cudaError_t captured = cudaStreamEndCapture(stream, &graph);
+    if (rc || captured != cudaSuccess) {
+      if (graph) cudaGraphDestroy(graph);
+      cudaGetLastError();  // capture errors are not sticky
+      destroy();
+      return failed(
+          calls.size(),
+          rc ? fmt::format("the entry point returned status {} during graph capture: {}", rc, why)
+             : fmt::format("the call cannot be captured in a CUDA graph: {} (does it "
+                           "synchronise, allocate, or use another stream?)",
+                           cudaGetErrorString(captured)));
+    }
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    if (made != cudaSuccess) {
+      destroy();
+      return failed(calls.size(), fmt::format("the captured graph cannot be instantiated: {}",
+                                              cudaGetErrorString(made)));
+    }
+    execs.push_back(exec);
   }
-  cudaGraphExec_t exec = nullptr;
-  const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
-  cudaGraphDestroy(graph);
-  if (made != cudaSuccess)
-    return {{},
-            fmt::format("the captured graph cannot be instantiated: {}", cudaGetErrorString(made))};
-  TrialTiming r;
   EventPair ev;
-  for (int i = 0; i < kOfficialPreWarmupCalls + c.warmup + c.iterations; ++i) {
+  auto replay = [&](cudaGraphExec_t exec) {
     flush();
     check(cudaEventRecord(ev.start, stream), "cudaEventRecord");
     check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
     check(cudaEventRecord(ev.end, stream), "cudaEventRecord");
-    const double seconds = ev.seconds();
-    if (i >= kOfficialPreWarmupCalls + c.warmup) r.samples.push_back(sample(seconds));
-  }
-  cudaGraphExecDestroy(exec);
+    return ev.seconds();
+  };
+  for (auto exec : execs)
+    for (int i = 0; i < kOfficialPreWarmupCalls + warmup; ++i) replay(exec);
+  Results r(calls.size());
+  for (int c : order) r[c].samples.push_back(sample(replay(execs[c])));
+  destroy();
   return r;
 }
 
-TrialTiming CallTimer::Impl::cupti(const TimingConfig& c, const Call& call) {
+CallTimer::Impl::Results CallTimer::Impl::cupti(int warmup, const std::vector<Call>& calls,
+                                                const std::vector<int>& order) {
   if (!tracer) tracer = std::make_unique<CuptiTracer>();
-  if (auto e = untimed(kOfficialPreWarmupCalls + c.warmup, call)) return {{}, *e};
-  std::vector<HostWindow> windows;
-  std::vector<ClockReading> readings;
+  if (auto e = untimed_all(warmup, calls)) return failed(calls.size(), *e);
+  std::vector<std::vector<HostWindow>> windows(calls.size());
+  std::vector<std::vector<ClockReading>> readings(calls.size());
   std::string failure;
   tracer->start();
-  for (int i = 0; i < c.iterations && failure.empty(); ++i) {
+  for (std::size_t i = 0; i < order.size() && failure.empty(); ++i) {
+    const int c = order[i];
     flush();
     std::string why;
     const std::uint64_t t0 = tracer->timestamp();
-    const int rc = call(why);
+    const int rc = calls[c](why);
     const std::uint64_t t1 = tracer->timestamp();
     if (rc) failure = fmt::format("the entry point returned status {}: {}", rc, why);
     const cudaError_t synced = cudaStreamSynchronize(stream);
@@ -207,17 +250,23 @@ TrialTiming CallTimer::Impl::cupti(const TimingConfig& c, const Call& call) {
       tracer->stop();
       check(synced, "a timed call");
     }
-    windows.push_back({t0, t1});
-    readings.push_back(clocks->read());
+    windows[c].push_back({t0, t1});
+    readings[c].push_back(clocks->read());
   }
   const TraceRecords records = tracer->stop();
-  if (!failure.empty()) return {{}, failure};
-  const TimedSpansResult spans = timed_iteration_spans(records.api, records.activities, windows);
-  if (!spans.ok()) return {{}, spans.error};
-  TrialTiming r;
-  for (std::size_t i = 0; i < spans.seconds.size(); ++i)
-    r.samples.push_back(make_timing_sample(spans.seconds[i], readings[i].sm_clock_mhz,
-                                           readings[i].throttle_reasons));
+  if (!failure.empty()) return failed(calls.size(), failure);
+  Results r(calls.size());
+  for (std::size_t c = 0; c < calls.size(); ++c) {
+    if (windows[c].empty()) continue;
+    const TimedSpansResult spans =
+        timed_iteration_spans(records.api, records.activities, windows[c]);
+    if (!spans.ok())
+      return failed(calls.size(),
+                    calls.size() == 1 ? spans.error : fmt::format("call {}: {}", c, spans.error));
+    for (std::size_t i = 0; i < spans.seconds.size(); ++i)
+      r[c].samples.push_back(make_timing_sample(spans.seconds[i], readings[c][i].sm_clock_mhz,
+                                                readings[c][i].throttle_reasons));
+  }
   return r;
 }
 

@@ -23,4 +23,9 @@ TrialTiming CallTimer::time_trial(TimingMethod, const TimingConfig&, const Call&
   fail("this kh was built without CUDA: nothing to time");
 }
 
+std::vector<TrialTiming> CallTimer::time_interleaved(TimingMethod, int, const std::vector<Call>&,
+                                                     const std::vector<int>&) {
+  fail("this kh was built without CUDA: nothing to time");
+}
+
 }  // namespace kh
