@@ -1,0 +1,243 @@
+// Promotion rules: see promotion_policy.h for the order. The rules read only the structs of
+// paired_statistics.h (verdicts and intervals already computed), so a decision can be re-derived
+// from stored evidence without re-running any statistics.
+#include "kh/gate/promotion_policy.h"
+
+#include <fmt/format.h>
+
+#include "kh/core/error.h"
+
+namespace kh {
+namespace {
+
+// Local names instead of verdict_name(): the policy depends on the statistics' structs only.
+std::string_view verdict_text(Verdict v) {
+  switch (v) {
+    case Verdict::kWin:
+      return "win";
+    case Verdict::kTie:
+      return "tie";
+    case Verdict::kLoss:
+      return "loss";
+  }
+  return "?";
+}
+
+/// A speedup as a signed relative change: 1.031 -> "+3.1 %".
+std::string percent(double speedup) {
+  return fmt::format("{:+.1f} %", (speedup - 1) * 100);
+}
+
+/// An interval as the example reasons read: "+3.1 % [1.8, 4.4]".
+std::string interval_text(const Interval& i) {
+  return fmt::format("{} [{:.1f}, {:.1f}]", percent(i.estimate), (i.lo - 1) * 100,
+                     (i.hi - 1) * 100);
+}
+
+/// A threshold fraction in percent without trailing zeros: 0.02 -> "2".
+std::string threshold_text(double fraction) {
+  return fmt::format("{:g}", fraction * 100);
+}
+
+struct NamedGate {
+  const char* name;  // as it appears in reasons: "the full gate"
+  const char* key;   // as it starts an evidence line: "full"
+  const PairedGateResult* gate;
+};
+
+std::vector<NamedGate> present_gates(const PromotionEvidence& e) {
+  std::vector<NamedGate> out;
+  if (e.representative)
+    out.push_back({"the representative gate", "representative", &*e.representative});
+  if (e.full) out.push_back({"the full gate", "full", &*e.full});
+  if (e.remeasured) out.push_back({"the re-measured gate", "re-measured", &*e.remeasured});
+  return out;
+}
+
+std::string evidence_line(const NamedGate& g) {
+  const PairedGateResult& r = *g.gate;
+  int wins = 0, ties = 0, losses = 0;
+  for (const WorkloadGate& w : r.workloads) {
+    if (w.verdict == Verdict::kWin) ++wins;
+    if (w.verdict == Verdict::kTie) ++ties;
+    if (w.verdict == Verdict::kLoss) ++losses;
+  }
+  std::string groups;
+  for (const GroupGate& grp : r.groups)
+    groups += fmt::format("{}'{}' {} {}", groups.empty() ? "" : ", ", grp.name,
+                          verdict_text(grp.verdict), interval_text(grp.objective));
+  return fmt::format(
+      "{} gate: overall {} ({}) over {} workloads; workloads {} wins, {} ties, {} losses; "
+      "groups: {}; {}",
+      g.key, interval_text(r.overall.objective), verdict_text(r.overall.verdict),
+      r.workloads.size(), wins, ties, losses, groups.empty() ? "none" : groups,
+      r.both_correct ? "A and B correct" : "a correctness failure of A or B");
+}
+
+bool replay_reached(const PromotionEvidence& e) {
+  return e.replay_trials > 0 || e.replay_failures > 0 || !e.replay_first_failure.empty();
+}
+
+/// The overall objective counts as a gain only when the statistics call it a win (Holm applied)
+/// and the interval clears the rules' own minimum effect, which may be stricter than the one the
+/// gate was judged with.
+bool overall_gains(const PairedGateResult& r, const PromotionRules& rules) {
+  return r.overall.verdict == Verdict::kWin && r.overall.objective.lo > 1 + rules.min_effect;
+}
+
+const GroupGate* slowest_group_below_tolerance(const PairedGateResult& r,
+                                               const PromotionRules& rules) {
+  const GroupGate* worst = nullptr;
+  for (const GroupGate& g : r.groups)
+    if (g.objective.estimate < 1 - rules.regime_tolerance &&
+        (!worst || g.objective.estimate < worst->objective.estimate))
+      worst = &g;
+  return worst;
+}
+
+/// Why the gates do not show a global gain (rule 2 without the replay), or "" when they do.
+std::string global_blocker(const PromotionEvidence& e, const PromotionRules& rules) {
+  if (!e.full) {
+    if (!e.representative) return "no gate was run";
+    const PairedGateResult& rep = *e.representative;
+    for (const GroupGate& g : rep.groups)
+      if (g.verdict == Verdict::kLoss)
+        return fmt::format("the representative gate found regime '{}' a loss at {}", g.name,
+                           interval_text(g.objective));
+    if (rep.overall.objective.estimate < 1 - rules.regime_tolerance)
+      return fmt::format("the representative gate is at {}, below the -{} % tolerance",
+                         interval_text(rep.overall.objective),
+                         threshold_text(rules.regime_tolerance));
+    return "the full-distribution gate was not run";
+  }
+  const struct {
+    const char* what;   // the overall objective's subject
+    const char* where;  // the gate, for a regime
+    const PairedGateResult* gate;
+  } stages[] = {{"the full distribution", "the full gate", &*e.full},
+                {"the re-measurement on fresh samples", "the re-measured gate",
+                 e.remeasured ? &*e.remeasured : nullptr}};
+  for (const auto& s : stages) {
+    if (!s.gate) return "the gain was not re-measured on fresh samples";
+    if (!overall_gains(*s.gate, rules))
+      return fmt::format("{} is at {} ({}), not a gain beyond the {} % minimum effect", s.what,
+                         interval_text(s.gate->overall.objective),
+                         verdict_text(s.gate->overall.verdict), threshold_text(rules.min_effect));
+    if (const GroupGate* g = slowest_group_below_tolerance(*s.gate, rules))
+      return fmt::format("regime '{}' is at {} in {}, below the -{} % tolerance", g->name,
+                         interval_text(g->objective), s.where,
+                         threshold_text(rules.regime_tolerance));
+  }
+  return "";
+}
+
+DecisionReport decided(DecisionReport report, Decision d, std::string reason) {
+  report.decision = d;
+  report.reason = fmt::format("{}: {}", decision_name(d), reason);
+  return report;
+}
+
+}  // namespace
+
+std::string_view decision_name(Decision d) {
+  switch (d) {
+    case Decision::kPromote:
+      return "promote";
+    case Decision::kArchive:
+      return "archive";
+    case Decision::kReject:
+      return "reject";
+  }
+  fail("decision_name: unknown decision {}", static_cast<int>(d));
+}
+
+DecisionReport decide_promotion(const PromotionEvidence& evidence, const PromotionRules& rules) {
+  if (rules.min_effect < 0 || rules.regime_tolerance < 0 || rules.regime_tolerance >= 1)
+    fail("promotion rules: min_effect {} and regime_tolerance {} must be >= 0 (tolerance < 1)",
+         rules.min_effect, rules.regime_tolerance);
+  if (evidence.replay_trials < 0 || evidence.replay_failures < 0)
+    fail("promotion evidence: replay_trials {} and replay_failures {} must be >= 0",
+         evidence.replay_trials, evidence.replay_failures);
+
+  DecisionReport report;
+  const std::vector<NamedGate> gates = present_gates(evidence);
+  for (const NamedGate& g : gates) report.evidence.push_back(evidence_line(g));
+  const bool replayed = replay_reached(evidence);
+  if (replayed)
+    report.evidence.push_back(fmt::format("replay: {} trials per workload, {} failing{}",
+                                          evidence.replay_trials, evidence.replay_failures,
+                                          evidence.replay_first_failure.empty()
+                                              ? ""
+                                              : " (first: " + evidence.replay_first_failure + ")"));
+  else
+    report.evidence.push_back("replay: not run");
+
+  // 1. Correctness first: a speed gain never buys back a wrong result.
+  for (const NamedGate& g : gates)
+    if (!g.gate->both_correct)
+      return decided(std::move(report), Decision::kReject,
+                     fmt::format("{} saw a correctness failure (A or B failed on some workload), "
+                                 "so B cannot be judged on speed",
+                                 g.name));
+  if (replayed && evidence.replay_failures > 0)
+    return decided(
+        std::move(report), Decision::kReject,
+        fmt::format("{} failing trial{} in the {}-trial replay{}", evidence.replay_failures,
+                    evidence.replay_failures == 1 ? "" : "s", evidence.replay_trials,
+                    evidence.replay_first_failure.empty()
+                        ? ""
+                        : " (first: " + evidence.replay_first_failure + ")"));
+  if (replayed && evidence.replay_trials < rules.replay_trials)
+    return decided(std::move(report), Decision::kReject,
+                   fmt::format("the replay ran {} trials per workload, fewer than the {} required "
+                               "to trust rare failures are absent",
+                               evidence.replay_trials, rules.replay_trials));
+
+  // 2. A global gain, confirmed on fresh samples, hurting no regime, and replayed clean.
+  const std::string blocker = global_blocker(evidence, rules);
+  if (blocker.empty()) {
+    // The flow replays only what it means to promote; a global gain without a replay is not
+    // promotion evidence (its correctness was seen on a few trials only).
+    if (!replayed)
+      return decided(
+          std::move(report), Decision::kReject,
+          fmt::format("the gates show a gain but no {}-trial replay was run", rules.replay_trials));
+    return decided(
+        std::move(report), Decision::kPromote,
+        fmt::format("{} over the full distribution, re-measured {}; no regime below -{} %; "
+                    "{}-trial replay clean",
+                    interval_text(evidence.full->overall.objective),
+                    interval_text(evidence.remeasured->overall.objective),
+                    threshold_text(rules.regime_tolerance), evidence.replay_trials));
+  }
+
+  // 3. A regime-local win is kept for dispatch: judged where the flow stopped deciding.
+  const PairedGateResult* local =
+      evidence.full ? &*evidence.full
+                    : (evidence.representative ? &*evidence.representative : nullptr);
+  if (local) {
+    std::string wins;
+    for (const GroupGate& g : local->groups)
+      if (g.verdict == Verdict::kWin)
+        wins +=
+            fmt::format("{}'{}' {}", wins.empty() ? "" : ", ", g.name, interval_text(g.objective));
+    if (!wins.empty())
+      return decided(std::move(report), Decision::kArchive,
+                     fmt::format("regime-local win in {} ({}), not promoted because {}", wins,
+                                 evidence.full ? "full gate" : "representative gate", blocker));
+  }
+
+  // 4. Nothing gained beyond the minimum effect.
+  return decided(std::move(report), Decision::kReject, blocker);
+}
+
+bool representative_gate_passes(const PairedGateResult& representative,
+                                const PromotionRules& rules) {
+  // A correctness failure decides the candidate already; measuring it everywhere is wasted time.
+  if (!representative.both_correct) return false;
+  for (const GroupGate& g : representative.groups)
+    if (g.verdict == Verdict::kLoss) return false;
+  return representative.overall.objective.estimate >= 1 - rules.regime_tolerance;
+}
+
+}  // namespace kh

@@ -1,0 +1,58 @@
+// The one decision a judged candidate gets (DESIGN.md "Decisions"): promote, archive (a
+// regime-local win kept as a future dispatch route) or reject, from the evidence of the promotion
+// flow: representative gate, full-distribution gate, re-measurement on fresh samples, high-trial
+// replay. The rules are here and nowhere else; every decision carries its reason.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kh/gate/paired_statistics.h"
+
+namespace kh {
+
+enum class Decision { kPromote, kArchive, kReject };
+std::string_view decision_name(Decision d);  // "promote", "archive", "reject"
+
+struct PromotionRules {
+  double min_effect = 0.01;        // a gain must exceed it (GateStatistics::min_effect)
+  double regime_tolerance = 0.02;  // no regime may be slower than 1 - this (estimate)
+  int replay_trials = 100;         // high-trial replay: trials per workload, at least
+};
+
+/// What the promotion flow found. A stage not reached is empty (the flow stops at the first
+/// stage that decides).
+struct PromotionEvidence {
+  std::optional<PairedGateResult> representative;  // gate on the representative set
+  std::optional<PairedGateResult> full;            // gate on every workload
+  std::optional<PairedGateResult> remeasured;      // the full gate again, on fresh samples
+  int replay_trials = 0;                           // per workload, as run
+  int replay_failures = 0;                         // failing trials over all workloads
+  std::string replay_first_failure;                // "workload uuid: message"
+};
+
+struct DecisionReport {
+  Decision decision = Decision::kReject;
+  std::string reason;                 // one sentence, the deciding rule
+  std::vector<std::string> evidence;  // one line per fact that was checked
+};
+
+/// Applies the rules, in order:
+///  1. reject when any gate saw a correctness failure of B, or the replay ran fewer trials than
+///     rules.replay_trials (when the flow reached it) or had any failure;
+///  2. promote when the full and re-measured gates both call the overall objective a win (interval
+///     above 1 + min_effect after Holm) and no group of either has an estimate below
+///     1 - regime_tolerance, and the replay is clean;
+///  3. archive when some group (regime) is a win in the full gate (or, when the flow stopped
+///     there, the representative gate) while B is correct: a regime-local win;
+///  4. reject otherwise (no gain beyond the minimum effect).
+DecisionReport decide_promotion(const PromotionEvidence& evidence, const PromotionRules& rules);
+
+/// Whether the flow should go on after the representative gate: no group is a loss, and the
+/// overall estimate is not below 1 - rules.regime_tolerance. (A candidate that is not faster
+/// where it is cheapest to measure is not measured everywhere.)
+bool representative_gate_passes(const PairedGateResult& representative,
+                                const PromotionRules& rules);
+
+}  // namespace kh
