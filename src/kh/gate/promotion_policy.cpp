@@ -10,19 +10,6 @@
 namespace kh {
 namespace {
 
-// Local names instead of verdict_name(): the policy depends on the statistics' structs only.
-std::string_view verdict_text(Verdict v) {
-  switch (v) {
-    case Verdict::kWin:
-      return "win";
-    case Verdict::kTie:
-      return "tie";
-    case Verdict::kLoss:
-      return "loss";
-  }
-  return "?";
-}
-
 /// A speedup as a signed relative change: 1.031 -> "+3.1 %".
 std::string percent(double speedup) {
   return fmt::format("{:+.1f} %", (speedup - 1) * 100);
@@ -65,11 +52,11 @@ std::string evidence_line(const NamedGate& g) {
   std::string groups;
   for (const GroupGate& grp : r.groups)
     groups += fmt::format("{}'{}' {} {}", groups.empty() ? "" : ", ", grp.name,
-                          verdict_text(grp.verdict), interval_text(grp.objective));
+                          verdict_name(grp.verdict), interval_text(grp.objective));
   return fmt::format(
       "{} gate: overall {} ({}) over {} workloads; workloads {} wins, {} ties, {} losses; "
       "groups: {}; {}",
-      g.key, interval_text(r.overall.objective), verdict_text(r.overall.verdict),
+      g.key, interval_text(r.overall.objective), verdict_name(r.overall.verdict),
       r.workloads.size(), wins, ties, losses, groups.empty() ? "none" : groups,
       r.both_correct ? "A and B correct" : "a correctness failure of A or B");
 }
@@ -122,7 +109,7 @@ std::string global_blocker(const PromotionEvidence& e, const PromotionRules& rul
     if (!overall_gains(*s.gate, rules))
       return fmt::format("{} is at {} ({}), not a gain beyond the {} % minimum effect", s.what,
                          interval_text(s.gate->overall.objective),
-                         verdict_text(s.gate->overall.verdict), threshold_text(rules.min_effect));
+                         verdict_name(s.gate->overall.verdict), threshold_text(rules.min_effect));
     if (const GroupGate* g = slowest_group_below_tolerance(*s.gate, rules))
       return fmt::format("regime '{}' is at {} in {}, below the -{} % tolerance", g->name,
                          interval_text(g->objective), s.where,
