@@ -74,7 +74,7 @@ void run(Options& o) {
   const Dataset ds = Dataset::open(o.e.eval.root);
   const Definition& def = ds.definition(cand.definition);
   const auto chosen = select(ds.workloads(def.name), o.workloads, def.name);
-  const std::optional<MachineCeilings> ceilings = resolve_eval_cli_options(o.e, def);
+  std::optional<MachineCeilings> ceilings = resolve_eval_cli_options(o.e, def);
   const EvalOptions& eval = o.e.eval;
   const bool progress = !o.json && isatty(STDERR_FILENO);
   // Every verdict is kept in the store as it arrives (kh show / kh history read it).
@@ -86,6 +86,8 @@ void run(Options& o) {
     store->put_definition(def.name, def.to_json());
   }
   auto keep = [&](const Workload& w, const WorkloadVerdict& v) {
+    // Without --ceilings, those stored for the GPU the first timed verdict names (read once).
+    if (!ceilings && v.timing) ceilings = ceilings_for(v, std::nullopt);
     if (!store) return;
     store->put_workload(def.name, w.uuid, w.to_json());
     VerdictContext ctx{record.hash, def.name, "", 1, evaluation_options_json(eval), ceilings};

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kh/core/error.h"
+#include "kh/gpu/sample_stats.h"
 
 namespace kh {
 namespace {
@@ -57,9 +58,7 @@ std::optional<double> geometric_mean(const std::vector<double>& values) {
 
 std::optional<double> median(std::vector<double> values) {
   if (values.empty()) return std::nullopt;
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+  return median_of(std::move(values));
 }
 
 Comparison compare_candidates(const RegimePartition& partition,

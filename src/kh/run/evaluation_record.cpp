@@ -85,9 +85,8 @@ EvaluationRecord evaluation_record(const WorkloadVerdict& v, const VerdictContex
       for (const auto& s : trial) seconds.back().push_back(s.seconds);
     }
     e.summary = summarize_samples(seconds, t.throttled_samples);
-    e.summary->latency = t.latency_seconds;  // the official summary, as the timer computed it
     e.samples = columnar_samples(t);
-    if (auto floor = floor_of(v, ceilings_for(v, ctx.ceilings))) {
+    if (auto floor = floor_of(v, ctx.ceilings)) {
       e.floor_seconds = *floor;
       e.fraction_of_floor = fraction_of_floor(t.latency_seconds, *floor);
     }
@@ -100,12 +99,11 @@ EvaluationRecord evaluation_record(const WorkloadVerdict& v, const VerdictContex
   return e;
 }
 
-Json verdict_timing_json(const WorkloadVerdict& v, const std::optional<MachineCeilings>& given) {
+Json verdict_timing_json(const WorkloadVerdict& v, const std::optional<MachineCeilings>& ceilings) {
   if (!v.timing) return nullptr;
   Json j = timing_result_json(*v.timing);
   j["cost"] = v.cost;
   j["environment"] = v.environment;
-  const auto ceilings = ceilings_for(v, given);
   if (auto floor = floor_of(v, ceilings)) {
     j["floor_seconds"] = *floor;
     j["fraction_of_floor"] = fraction_of_floor(v.timing->latency_seconds, *floor);

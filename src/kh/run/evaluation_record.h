@@ -19,15 +19,16 @@ struct VerdictContext {
   std::string definition;
   std::string sweep;  // "" outside a sweep
   int attempt = 1;
-  Json options;  // evaluation_options_json(...)
-  std::optional<MachineCeilings> ceilings;
+  Json options;                             // evaluation_options_json(...)
+  std::optional<MachineCeilings> ceilings;  // for the floor; resolve once with ceilings_for
 };
 
 /// {"backend","official","seed","variant","trials","reference"} of an evaluation.
 Json evaluation_options_json(const EvalOptions& o);
 
 /// The ceilings for a verdict's GPU: `given` if set, else those `kh ceilings` stored for the GPU
-/// named in the verdict's environment, if any.
+/// named in the verdict's environment, if any. Callers resolve once and pass the result on (it
+/// reads a file), rather than per record.
 std::optional<MachineCeilings> ceilings_for(const WorkloadVerdict& v,
                                             const std::optional<MachineCeilings>& given);
 

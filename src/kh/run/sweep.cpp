@@ -58,9 +58,17 @@ class DeviceLane {
     return slot->evaluate(request_.definition, w);
   }
 
+  // The ceilings for floors: the request's, else those stored for this lane's GPU, read once
+  // from the first timed verdict.
+  const std::optional<MachineCeilings>& ceilings(const WorkloadVerdict& v) {
+    if (!ceilings_ && v.timing) ceilings_ = ceilings_for(v, request_.ceilings);
+    return ceilings_;
+  }
+
  private:
   const SweepRequest& request_;
   int device_;
+  std::optional<MachineCeilings> ceilings_;
   std::map<std::size_t, std::unique_ptr<Evaluator>> evaluators_;
 };
 
@@ -100,7 +108,6 @@ SweepOutcome run_sweep(ArtifactStore& store, const SweepRequest& r,
 
   store.put_definition(r.definition.name, r.definition.to_json());
   for (const auto& w : r.workloads) store.put_workload(r.definition.name, w.uuid, w.to_json());
-  for (const auto& c : r.candidates) store.put_candidate(c.record);
 
   SweepOutcome out;
   const std::string plan_key = sweep_plan_key(r);
@@ -153,7 +160,7 @@ SweepOutcome run_sweep(ArtifactStore& store, const SweepRequest& r,
         const std::size_t k = candidate_index.at(item.candidate);
         const WorkloadVerdict v = lane.evaluate(k, *workload_of.at(item.workload));
         VerdictContext ctx{item.candidate,    r.definition.name, out.sweep.id,
-                           item.attempts + 1, out.sweep.options, r.ceilings};
+                           item.attempts + 1, out.sweep.options, lane.ceilings(v)};
         std::optional<EnvironmentRecord> env;
         const EvaluationRecord e = evaluation_record(v, ctx, &env);
         std::lock_guard lock(store_mutex);

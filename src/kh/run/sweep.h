@@ -22,7 +22,7 @@ namespace kh {
 
 struct SweepCandidate {
   std::string label;       // for progress lines and tables
-  CandidateRecord record;  // put in the store before the sweep starts
+  CandidateRecord record;  // already in the store (cli::candidate_record puts it there)
   BuildResult build;       // a failed build makes each of its items a COMPILE_ERROR
   std::string entry;       // the entry symbol
 };

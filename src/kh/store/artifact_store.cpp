@@ -7,6 +7,7 @@
 #include "kh/build/candidate.h"
 #include "kh/core/error.h"
 #include "kh/core/sha256.h"
+#include "kh/gpu/sample_stats.h"
 #include "kh/store/blob_store.h"
 #include "kh/store/schema.h"
 #include "kh/store/sqlite_db.h"
@@ -381,37 +382,22 @@ CandidateRecord record_candidate(ArtifactStore& store, const Candidate& c,
   return *store.candidate(r.hash);
 }
 
-namespace {
-
-double median_of_sorted(const std::vector<double>& v) {
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-}  // namespace
-
 SampleSummary summarize_samples(const std::vector<std::vector<double>>& trials, int throttled) {
   SampleSummary s;
   s.throttled = throttled;
-  std::vector<double> pooled;
-  double sum_of_medians = 0;
-  int timed_trials = 0;
+  std::vector<double> pooled, trial_medians;
   for (const auto& trial : trials) {
     if (trial.empty()) continue;  // a trial without samples has no median to contribute
-    std::vector<double> sorted = trial;
-    std::sort(sorted.begin(), sorted.end());
-    sum_of_medians += median_of_sorted(sorted);
-    ++timed_trials;
+    trial_medians.push_back(median_of(trial));
     pooled.insert(pooled.end(), trial.begin(), trial.end());
   }
   if (pooled.empty()) return s;
+  // The official summary, computed as gpu/sample_stats.cpp summarize_timing computes it.
+  s.latency = mean_of(trial_medians);
   std::sort(pooled.begin(), pooled.end());
+  s.mean = mean_of(pooled);
   const std::size_t n = pooled.size();
-  s.latency = sum_of_medians / timed_trials;
-  s.median = median_of_sorted(pooled);
-  double sum = 0;
-  for (double x : pooled) sum += x;
-  s.mean = sum / static_cast<double>(n);
+  s.median = median_of(pooled);
   // Nearest rank: the smallest value with at least 95% of the samples at or below it.
   const std::size_t rank = (95 * n + 99) / 100;  // ceil(0.95 n), in integers
   s.p95 = pooled[std::max<std::size_t>(rank, 1) - 1];
