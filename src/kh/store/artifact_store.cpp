@@ -9,6 +9,7 @@
 #include "kh/core/sha256.h"
 #include "kh/gpu/sample_stats.h"
 #include "kh/store/blob_store.h"
+#include "kh/store/gate_rows.h"
 #include "kh/store/schema.h"
 #include "kh/store/sqlite_db.h"
 #include "kh/store/store_rows.h"
@@ -341,6 +342,61 @@ void ArtifactStore::record_attempt(const SweepItem& item, const EvaluationRecord
   next.last_evaluation = id;
   upsert_sweep_item(impl_->db, next, /*merge_rule=*/false);
   t.commit();
+}
+
+std::string ArtifactStore::put_noise_floor(const NoiseFloorRecord& r) {
+  return insert_noise_floor(impl_->db, r);
+}
+
+std::optional<NoiseFloorRecord> ArtifactStore::latest_noise_floor(
+    const std::string& definition, const std::string& gpu, const std::string& timing_method) const {
+  Statement s(impl_->db, std::string("SELECT ") + kNoiseFloorColumns +
+                             " FROM noise_floors WHERE definition = ? AND gpu = ? AND "
+                             "timing_method = ? ORDER BY created_at DESC, rowid DESC LIMIT 1");
+  s.bind(1, definition).bind(2, gpu).bind(3, timing_method);
+  if (!s.step()) return std::nullopt;
+  return read_noise_floor(impl_->db, s);
+}
+
+std::string ArtifactStore::put_gate(const GateRecord& r) {
+  return insert_gate(impl_->db, r);
+}
+
+std::optional<GateRecord> ArtifactStore::gate(const std::string& id) const {
+  Statement s(impl_->db, std::string("SELECT ") + kGateColumns + " FROM gates WHERE id = ?");
+  s.bind(1, id);
+  if (!s.step()) return std::nullopt;
+  return read_gate(impl_->db, s);
+}
+
+std::vector<GateRecord> ArtifactStore::gates(const std::string& definition) const {
+  Statement s(impl_->db, std::string("SELECT ") + kGateColumns +
+                             " FROM gates WHERE ?1 = '' OR definition = ?1 "
+                             "ORDER BY created_at DESC, rowid DESC");
+  s.bind(1, definition);
+  return read_gates(impl_->db, s);
+}
+
+std::string ArtifactStore::put_decision(const DecisionRecord& r) {
+  return insert_decision(impl_->db, r);
+}
+
+std::vector<DecisionRecord> ArtifactStore::decisions(const std::string& definition,
+                                                     const std::string& candidate) const {
+  Statement s(impl_->db, std::string("SELECT ") + kDecisionColumns +
+                             " FROM decisions WHERE (?1 = '' OR definition = ?1) AND "
+                             "(?2 = '' OR candidate = ?2) ORDER BY created_at DESC, rowid DESC");
+  s.bind(1, definition).bind(2, candidate);
+  return read_decisions(impl_->db, s);
+}
+
+std::optional<DecisionRecord> ArtifactStore::retained(const std::string& definition) const {
+  Statement s(impl_->db, std::string("SELECT ") + kDecisionColumns +
+                             " FROM decisions WHERE definition = ? AND decision = 'promote' "
+                             "ORDER BY created_at DESC, rowid DESC LIMIT 1");
+  s.bind(1, definition);
+  if (!s.step()) return std::nullopt;
+  return read_decision(impl_->db, s);
 }
 
 bool ArtifactStore::bundle_imported(const std::string& hash) const {

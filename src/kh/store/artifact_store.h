@@ -86,6 +86,27 @@ class ArtifactStore {
   /// attempts and last_evaluation are updated (flaky set when it passes after a failure).
   void record_attempt(const SweepItem& item, const EvaluationRecord& e);
 
+  // Gate records (schema version 2). Each put fills `created_at` when empty, then `id` when empty
+  // (records.h noise_floor_id / gate_id / decision_id: sha256 of the record's canonical JSON
+  // without id); the same record put twice is one row. Candidates must be stored first. Each
+  // returns the record's id (as filled in).
+  std::string put_noise_floor(const NoiseFloorRecord& r);
+  /// The newest noise floor of this definition, GPU and timing method, if any.
+  std::optional<NoiseFloorRecord> latest_noise_floor(const std::string& definition,
+                                                     const std::string& gpu,
+                                                     const std::string& timing_method) const;
+  std::string put_gate(const GateRecord& r);
+  std::optional<GateRecord> gate(const std::string& id) const;
+  std::vector<GateRecord> gates(const std::string& definition = "") const;  // newest first
+  std::string put_decision(const DecisionRecord& r);
+  /// Decisions of this definition and candidate ("" for any), newest first.
+  std::vector<DecisionRecord> decisions(const std::string& definition = "",
+                                        const std::string& candidate = "") const;
+  /// The retained candidate of a definition: its newest "promote" decision (archive and reject
+  /// decisions do not change it), or nullopt when nothing was promoted. Equal created_at: the
+  /// later put wins.
+  std::optional<DecisionRecord> retained(const std::string& definition) const;
+
   /// Bundles already imported (by content hash), so memory/ is imported once.
   bool bundle_imported(const std::string& hash) const;
   void mark_bundle_imported(const std::string& hash, const std::string& source);

@@ -33,7 +33,17 @@ struct TableInfo {
 };
 constexpr TableInfo kRowTables[] = {
     {"definitions", "name"},  {"workloads", "uuid"}, {"candidates", "hash"}, {"builds", "id"},
-    {"environments", "hash"}, {"ceilings", "hash"},  {"sweeps", "id"},       {"evaluations", "id"}};
+    {"environments", "hash"}, {"ceilings", "hash"},  {"sweeps", "id"},       {"evaluations", "id"},
+    {"noise_floors", "id"},   {"gates", "id"},       {"decisions", "id"}};
+// The gate records (schema version 2) and the columns of each that name a candidate. Each also
+// names its definition, and noise floors and gates an environment.
+struct GateTableInfo {
+  const char* name;
+  std::vector<const char*> candidate_columns;
+};
+const GateTableInfo kGateTables[] = {{"noise_floors", {"candidate"}},
+                                     {"gates", {"candidate_a", "candidate_b"}},
+                                     {"decisions", {"candidate", "against"}}};
 constexpr const char* kChildTables[] = {"candidate_sources", "sweep_items"};
 
 bool is_importable_table(const std::string& t) {
@@ -125,6 +135,7 @@ class Exporter {
            query("SELECT * FROM sweep_items WHERE sweep = ? ORDER BY position", "sweep_items",
                  {s.at("id").get<std::string>()}));
     emit(out, "evaluations", evaluation_rows_);
+    for (const auto& [table, rows] : gate_rows_) emit(out, table, rows);
     if (!out) fail("cannot write the bundle: output stream failed");
   }
 
@@ -196,6 +207,22 @@ class Exporter {
       add(definitions_, e.at("definition"));
       add(workloads_, e.at("workload"));
     }
+    // Gate records: every one since `since`, none with chosen sweeps (they belong to no sweep).
+    if (o_.sweeps.empty()) {
+      for (const auto& info : kGateTables) {
+        auto& rows = gate_rows_.emplace_back(info.name, std::vector<Json>()).second;
+        // Oldest first, and in insertion order at equal times, so "the later put wins" holds
+        // in the importing store too.
+        rows = query(std::string("SELECT * FROM ") + info.name +
+                         " WHERE created_at >= ? ORDER BY created_at, rowid",
+                     info.name, {o_.since});
+        for (const Json& r : rows) {
+          for (const char* column : info.candidate_columns) add(candidates_, r.at(column));
+          add(environments_, r.value("environment", Json()));
+          add(definitions_, r.at("definition"));
+        }
+      }
+    }
     if (o_.sweeps.empty()) {
       Statement s(db_, "SELECT id FROM sweeps WHERE created_at >= ?1 OR finished_at >= ?1");
       s.bind(1, o_.since);
@@ -252,6 +279,7 @@ class Exporter {
   const BundleExportOptions& o_;
   Keys blobs_, definitions_, workloads_, candidates_, environments_, ceilings_, sweeps_;
   std::vector<Json> build_rows_, evaluation_rows_;
+  std::vector<std::pair<std::string, std::vector<Json>>> gate_rows_;  // kGateTables order
 };
 
 void check_since(const std::string& since) {

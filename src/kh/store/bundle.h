@@ -7,9 +7,11 @@
 // then one record per line in dependency order: blobs as
 //   {"t":"blob","h":"<sha256 hex>","created_at":"...","b64":"<base64 bytes>"}
 // then rows as {"t":"<table>","r":{<column>: <value>, ...}} for definitions, workloads,
-// candidates, candidate_sources, builds, environments, ceilings, sweeps, sweep_items and
-// evaluations, in that order. A row is the table's columns as stored (schema.cpp), JSON text
-// columns as strings; a non-finite REAL is "Infinity" or "-Infinity" (NaN is null, as stored).
+// candidates, candidate_sources, builds, environments, ceilings, sweeps, sweep_items,
+// evaluations, and (store schema 2 on) noise_floors, gates and decisions, in that order. A row is
+// the table's columns as stored (schema.cpp), JSON text columns as strings; a non-finite REAL is
+// "Infinity" or "-Infinity" (NaN is null, as stored). "schema" is the exporting store's version:
+// a bundle of an older schema (1: no gate records) imports into a newer store unchanged.
 //
 // Import is idempotent and all-or-nothing: one transaction per bundle, rows inserted unless their
 // identity exists (sweep items merged by ArtifactStore::put_sweep_item's rule; a sweep's
@@ -37,6 +39,9 @@ struct BundleExportOptions {
   /// blobs, sweep, definition, workload) is included however old it is.
   std::string since;
   /// Only these sweeps: their items and evaluations and what those reference. Empty: all rows.
+  /// Noise floors, gates and decisions belong to no sweep: with sweeps chosen none is exported;
+  /// without, every one recorded since `since` is, with the candidates (and their blobs),
+  /// environments and definitions it names.
   std::vector<std::string> sweeps;
 };
 

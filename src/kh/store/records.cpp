@@ -83,10 +83,63 @@ Json evaluation_identity_json(const EvaluationRecord& e) {
           {"created_at", e.created_at}};
 }
 
+namespace {
+
+// Invalid UTF-8 replaced, as the store replaces it before storing (store_rows.h json_text).
+std::string identity_hash(const Json& j) {
+  return sha256_hex(j.dump(-1, ' ', false, nlohmann::detail::error_handler_t::replace));
+}
+
+}  // namespace
+
 std::string evaluation_id(const EvaluationRecord& e) {
-  // Invalid UTF-8 replaced, as the store replaces it before storing (artifact_store.cpp).
-  return sha256_hex(
-      evaluation_identity_json(e).dump(-1, ' ', false, nlohmann::detail::error_handler_t::replace));
+  return identity_hash(evaluation_identity_json(e));
+}
+
+std::string noise_floor_id(const NoiseFloorRecord& r) {
+  return identity_hash({{"definition", r.definition},
+                        {"candidate", r.candidate},
+                        {"gpu", r.gpu},
+                        {"timing_method", r.timing_method},
+                        {"environment", r.environment},
+                        {"minimum_effect", r.minimum_effect},
+                        {"distribution_spread", r.distribution_spread},
+                        {"median_workload_spread", r.median_workload_spread},
+                        {"max_workload_spread", r.max_workload_spread},
+                        {"workload_spread", r.workload_spread},
+                        {"options", r.options},
+                        {"created_at", r.created_at}});
+}
+
+std::string gate_id(const GateRecord& r) {
+  return identity_hash({{"definition", r.definition},
+                        {"candidate_a", r.candidate_a},
+                        {"candidate_b", r.candidate_b},
+                        {"stage", r.stage},
+                        {"gpu", r.gpu},
+                        {"timing_method", r.timing_method},
+                        {"environment", r.environment},
+                        {"objective", r.objective},
+                        {"min_effect", r.min_effect},
+                        {"estimate", r.estimate},
+                        {"lo", r.lo},
+                        {"hi", r.hi},
+                        {"verdict", r.verdict},
+                        {"both_correct", r.both_correct},
+                        {"result", r.result},
+                        {"samples", r.samples},
+                        {"options", r.options},
+                        {"created_at", r.created_at}});
+}
+
+std::string decision_id(const DecisionRecord& r) {
+  return identity_hash({{"definition", r.definition},
+                        {"candidate", r.candidate},
+                        {"against", r.against},
+                        {"decision", r.decision},
+                        {"reason", r.reason},
+                        {"evidence", r.evidence},
+                        {"created_at", r.created_at}});
 }
 
 }  // namespace kh

@@ -107,6 +107,58 @@ struct SweepRecord {
   std::string finished_at;  // "" while unfinished
 };
 
+/// An A/A measurement of one candidate (kh noise): the spread the machine puts on it. `id`
+/// hashes every other field (noise_floor_id).
+struct NoiseFloorRecord {
+  std::string id;             // filled by put when empty: sha256 of the canonical JSON without id
+  std::string definition;     // the definition the candidate implements
+  std::string candidate;      // candidates.hash: the candidate measured against itself
+  std::string gpu;            // GPU name from the environment; "cpu" for the cpu backend
+  std::string timing_method;  // "cupti" | "events" | "graph" | "wall"
+  std::string environment;    // environments.hash, "" when none
+  double minimum_effect = 0;  // the minimum effect later gates default to
+  double distribution_spread = 0;         // relative half-width of the overall A/A interval
+  double median_workload_spread = 0;      // median over workloads of their relative half-widths
+  double max_workload_spread = 0;         // the largest workload relative half-width
+  Json workload_spread = Json::object();  // uuid -> relative half-width
+  Json options = Json::object();          // rounds, iterations, statistics knobs
+  std::string created_at;                 // ISO 8601 UTC, filled by put when empty
+};
+
+/// One paired gate: candidate B (challenger) judged against A (baseline or retained). `id`
+/// hashes every other field (gate_id).
+struct GateRecord {
+  std::string id;                        // filled by put when empty, as NoiseFloorRecord::id
+  std::string definition;                // the definition both candidates implement
+  std::string candidate_a, candidate_b;  // candidates.hash: baseline A, challenger B
+  std::string stage;  // "aa" (noise), "gate" (kh gate), "representative", "full", "remeasured"
+  std::string gpu;    // GPU name, as NoiseFloorRecord::gpu
+  std::string timing_method;            // as NoiseFloorRecord::timing_method
+  std::string environment;              // environments.hash, "" when none
+  std::string objective;                // "mean_latency" | "mean_speedup"
+  double min_effect = 0;                // the minimum effect the verdict was judged with
+  double estimate = 1, lo = 1, hi = 1;  // overall speedup of B over A and its interval
+  std::string verdict;                  // overall: "win" | "tie" | "loss"
+  bool both_correct = true;             // both candidates passed correctness on every workload
+  Json result = Json::object();         // the full judged result (per workload and group), opaque
+  Json samples = Json::array();         // raw paired samples, opaque here
+  Json options = Json::object();        // rounds, iterations, statistics knobs
+  std::string created_at;               // ISO 8601 UTC, filled by put when empty
+};
+
+/// The one decision a candidate got from kh promote. `id` hashes every other field
+/// (decision_id). The retained candidate of a definition is the one promoted last.
+struct DecisionRecord {
+  std::string id;                  // filled by put when empty, as NoiseFloorRecord::id
+  std::string definition;          // the definition the candidate implements
+  std::string candidate;           // candidates.hash
+  std::string against;             // the retained candidate it was judged against, "" if none
+  std::string decision;            // "promote" | "archive" | "reject"
+  std::string reason;              // one line for people
+  Json evidence = Json::object();  // lines, gate ids, replay summary; opaque here
+  std::string created_at;          // ISO 8601 UTC, filled by put when empty
+};
+
 enum class SweepItemState { kPending, kPassed, kFailed };
 
 struct SweepItem {
@@ -132,5 +184,11 @@ Json evaluation_identity_json(const EvaluationRecord& e);
 /// EvaluationRecord::id: sha256 hex of evaluation_identity_json(e).dump(). Every stored value
 /// reads back exactly, so the id of a record read from the store recomputes to itself.
 std::string evaluation_id(const EvaluationRecord& e);
+
+/// The ids of the gate records, as evaluation_id: sha256 hex of a JSON object of every field
+/// except `id` (NaN as null), so a record read from the store recomputes its id.
+std::string noise_floor_id(const NoiseFloorRecord& r);
+std::string gate_id(const GateRecord& r);
+std::string decision_id(const DecisionRecord& r);
 
 }  // namespace kh

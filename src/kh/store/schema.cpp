@@ -152,12 +152,74 @@ CREATE TABLE imported_bundles (
 ) STRICT;
 )sql";
 
+// Version 2: the records of noise-resistant promotion (issue 6). Version 1's conventions: ids are
+// sha256 of the record's canonical JSON without id (records.h), environment and the `against`
+// candidate are NULL when absent (a foreign key checks them), NaN is NULL, JSON is text.
+const char* const kVersion2 = R"sql(
+CREATE TABLE noise_floors (
+  id TEXT PRIMARY KEY,
+  definition TEXT NOT NULL,
+  candidate TEXT NOT NULL REFERENCES candidates(hash),
+  gpu TEXT NOT NULL,
+  timing_method TEXT NOT NULL,
+  environment TEXT REFERENCES environments(hash),
+  minimum_effect REAL,
+  distribution_spread REAL,
+  median_workload_spread REAL,
+  max_workload_spread REAL,
+  workload_spread TEXT NOT NULL,
+  options TEXT NOT NULL,
+  created_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX noise_floors_by_definition ON noise_floors(definition, created_at);
+CREATE INDEX noise_floors_by_time ON noise_floors(created_at);
+
+CREATE TABLE gates (
+  id TEXT PRIMARY KEY,
+  definition TEXT NOT NULL,
+  candidate_a TEXT NOT NULL REFERENCES candidates(hash),
+  candidate_b TEXT NOT NULL REFERENCES candidates(hash),
+  stage TEXT NOT NULL CHECK (stage IN ('aa', 'gate', 'representative', 'full', 'remeasured')),
+  gpu TEXT NOT NULL,
+  timing_method TEXT NOT NULL,
+  environment TEXT REFERENCES environments(hash),
+  objective TEXT NOT NULL,
+  min_effect REAL,
+  estimate REAL,
+  lo REAL,
+  hi REAL,
+  verdict TEXT NOT NULL CHECK (verdict IN ('win', 'tie', 'loss')),
+  both_correct INTEGER NOT NULL CHECK (both_correct IN (0, 1)),
+  result TEXT NOT NULL,
+  samples TEXT NOT NULL,
+  options TEXT NOT NULL,
+  created_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX gates_by_definition ON gates(definition, created_at);
+CREATE INDEX gates_by_time ON gates(created_at);
+
+CREATE TABLE decisions (
+  id TEXT PRIMARY KEY,
+  definition TEXT NOT NULL,
+  candidate TEXT NOT NULL REFERENCES candidates(hash),
+  against TEXT REFERENCES candidates(hash),
+  decision TEXT NOT NULL CHECK (decision IN ('promote', 'archive', 'reject')),
+  reason TEXT NOT NULL,
+  evidence TEXT NOT NULL,
+  created_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX decisions_by_definition ON decisions(definition, created_at);
+CREATE INDEX decisions_by_candidate ON decisions(candidate, created_at);
+CREATE INDEX decisions_by_time ON decisions(created_at);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& schema_migrations() {
-  // Append only: version 2 is one more entry here.
+  // Append only: version 3 is one more entry here.
   static const std::vector<Migration> kMigrations = {
       {1, "artifact store tables", kVersion1},
+      {2, "gate records", kVersion2},
   };
   return kMigrations;
 }
