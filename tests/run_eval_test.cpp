@@ -110,6 +110,32 @@ TEST(EvalCpu, TopKDuplicateOnTiesIsCaught) {
   EXPECT_EQ(eval(cand + " --variant ties -w 13 --trials 1").status(), "PASSED");
 }
 
+// --timing wall: the cpu backend times on the host (a flow check, not a performance number); the
+// result has the host's environment and no roofline floor. On the cuda backend it is refused
+// before anything runs.
+TEST(EvalCpu, WallTimingTimesPassedWorkloadsOnTheHost) {
+  const test::KhEval e = eval("builtin:cpu_reference -d " + kDecode +
+                              " -w 0 --trials 1 --timing wall --warmup 0 --iterations 3 "
+                              "--timing-trials 1");
+  EXPECT_EQ(e.run.status, 0) << e.run.err;
+  ASSERT_EQ(e.status(), "PASSED");
+  const Json& timing = e.result().at("timing");
+  EXPECT_EQ(timing.at("method"), "wall");
+  EXPECT_GT(timing.at("latency_seconds").get<double>(), 0);
+  EXPECT_EQ(timing.at("trials").at(0).size(), 3u);
+  EXPECT_EQ(timing.at("environment").at("gpu"), "cpu");
+  EXPECT_FALSE(timing.contains("floor_seconds"));
+
+  test::ScopedTempDir store;
+  const test::CommandResult cuda = test::run_command(
+      "KH_MEMORY_DIR= " + std::string(KH_BINARY) + " eval builtin:cpu_reference -d " + kDecode +
+      " -w 0 --backend cuda --timing wall --root " + test::source_dir().string() + " --store " +
+      store.path().string());
+  EXPECT_EQ(cuda.status, 1);
+  EXPECT_THAT(cuda.err, HasSubstr("--timing wall needs the cpu backend; the cuda backend times "
+                                  "with --timing cupti, events or graph"));
+}
+
 // The CPU references behind the candidate ABI pass official workloads: every GDN decode
 // workload, the short prefills, a sample of the others (each DSA attention or MoE input set
 // is 0.6-1.4 GB to draw on two cores, so one each).

@@ -200,6 +200,32 @@ TEST_F(SweepCli, RetryFailedRerunsOnlyFailuresAndFlagsAFlakyPass) {
   EXPECT_EQ(json_of(show).at("summary").at("flaky"), 1);
 }
 
+// --timing wall on the cpu backend: every passed item is stored timed, with the host's
+// environment and no floor.
+TEST_F(SweepCli, WallTimingIsStoredWithTheHostEnvironmentAndNoFloor) {
+  const fs::path workloads = workloads_file(2);
+  const auto r =
+      test::run_command(kh(sweep_args("builtin:cpu_reference --definition " + kDecode, workloads) +
+                           " --timing wall --warmup 0 --iterations 3 --timing-trials 1 --json"));
+  ASSERT_EQ(r.status, 0) << r.err << r.out;
+  const Json out = json_of(r);
+  EXPECT_EQ(out.at("passed"), 2);
+
+  ArtifactStore store(StoreLocation{store_dir()});
+  const auto evaluations = store.evaluations_of_sweep(out.at("sweep").get<std::string>());
+  ASSERT_EQ(evaluations.size(), 2u);
+  for (const auto& e : evaluations) {
+    EXPECT_EQ(e.timing_method, "wall");
+    ASSERT_TRUE(e.summary.has_value());
+    EXPECT_GT(e.summary->latency, 0);
+    EXPECT_EQ(e.summary->n, 3);
+    EXPECT_FALSE(e.floor_seconds.has_value());
+    const auto env = store.environment(e.environment);
+    ASSERT_TRUE(env.has_value());
+    EXPECT_EQ(env->environment.at("gpu"), "cpu");
+  }
+}
+
 TEST_F(SweepCli, ResumeOfAFinishedPlanStartsANewSweepAndBadInputIsNamed) {
   const fs::path workloads = workloads_file(1);
   ASSERT_EQ(test::run_command(kh(sweep_args(candidate("none"), workloads))).status, 0);

@@ -13,6 +13,7 @@
 #include "kh/gpu/activity.h"
 #include "kh/gpu/sample_stats.h"
 #include "kh/gpu/timing_config.h"
+#include "test_support.h"
 
 namespace kh {
 namespace {
@@ -290,17 +291,32 @@ TEST(TimingConfigTable, OfficialCountsPerDefinition) {
 }
 
 TEST(TimingConfigTable, MethodNamesRoundTripAndBadNamesAreExplained) {
-  for (const TimingMethod m : {TimingMethod::kCupti, TimingMethod::kEvents, TimingMethod::kGraph})
+  for (const TimingMethod m :
+       {TimingMethod::kCupti, TimingMethod::kEvents, TimingMethod::kGraph, TimingMethod::kWall})
     EXPECT_EQ(parse_timing_method(timing_method_name(m)), m);
   EXPECT_EQ(timing_method_name(TimingMethod::kEvents), "events");
+  EXPECT_EQ(parse_timing_method("wall"), TimingMethod::kWall);
   EXPECT_FALSE(timing_method_from_name("CUPTI").has_value());
   try {
     parse_timing_method("nsys");
     FAIL() << "expected kh::Error";
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("\"nsys\""));
-    EXPECT_THAT(e.what(), HasSubstr("cupti, events, graph"));
+    EXPECT_THAT(e.what(), HasSubstr("cupti, events, graph, wall"));
   }
+}
+
+TEST(TimingConfigTable, EachMethodTimesOnItsOwnBackend) {
+  for (const TimingMethod m : {TimingMethod::kCupti, TimingMethod::kEvents, TimingMethod::kGraph})
+    EXPECT_EQ(timing_method_backend(m), "cuda");
+  EXPECT_EQ(timing_method_backend(TimingMethod::kWall), "cpu");
+  EXPECT_NO_THROW(check_timing_backend(TimingMethod::kWall, "cpu"));
+  EXPECT_NO_THROW(check_timing_backend(TimingMethod::kGraph, "cuda"));
+  EXPECT_EQ(test::error_of([] { check_timing_backend(TimingMethod::kCupti, "cpu"); }),
+            "--timing cupti needs the cuda backend; the cpu backend times with --timing wall");
+  EXPECT_EQ(test::error_of([] { check_timing_backend(TimingMethod::kWall, "cuda"); }),
+            "--timing wall needs the cpu backend; the cuda backend times with --timing cupti, "
+            "events or graph");
 }
 
 }  // namespace

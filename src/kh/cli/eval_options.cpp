@@ -27,8 +27,10 @@ void add_eval_cli_options(CLI::App* cmd, EvalCliOptions& o) {
                 "(slow; cross-checks the GPU references)");
   cmd->add_flag("--sanitize", o.eval.sanitize, "run the worker under compute-sanitizer memcheck");
   cmd->add_option("--timing", o.timing,
-                  "time workloads that pass: cupti (official-aligned span), events or graph")
-      ->check(CLI::IsMember({"cupti", "events", "graph"}));
+                  "time workloads that pass: cupti (official-aligned span), events or graph on "
+                  "the cuda backend; wall on the cpu backend (exercises the flows, not a "
+                  "performance number)")
+      ->check(CLI::IsMember({"cupti", "events", "graph", "wall"}));
   cmd->add_option("--warmup", o.warmup, "timing: untimed calls (default: the official count)");
   cmd->add_option("--iterations", o.iterations,
                   "timing: timed calls per trial (default: the official count)");
@@ -41,8 +43,8 @@ void add_eval_cli_options(CLI::App* cmd, EvalCliOptions& o) {
 
 std::optional<MachineCeilings> resolve_eval_cli_options(EvalCliOptions& o, const Definition& def) {
   if (!o.timing.empty()) {
-    if (o.eval.backend != "cuda") fail("--timing needs --backend cuda");
     o.eval.timing = parse_timing_method(o.timing);
+    check_timing_backend(*o.eval.timing, o.eval.backend);
     TimingConfig config = official_timing_config(def.name);
     if (o.warmup >= 0) config.warmup = o.warmup;
     if (o.iterations >= 0) config.iterations = o.iterations;
@@ -55,6 +57,25 @@ std::optional<MachineCeilings> resolve_eval_cli_options(EvalCliOptions& o, const
       std::chrono::milliseconds(static_cast<long>(o.workload_timeout_s * 1000));
   if (o.ceilings_file.empty()) return std::nullopt;
   return load_ceilings(o.ceilings_file);
+}
+
+std::vector<Workload> select_workloads(const Dataset& ds, const Definition& def,
+                                       const std::string& file) {
+  if (file.empty()) {
+    auto all = ds.workloads(def.name);
+    if (all.empty()) fail("definition {} has no workloads in {}", def.name, ds.root().string());
+    return all;
+  }
+  std::vector<Workload> out;
+  for (auto& r : load_workload_file(file)) {
+    if (r.definition != def.name)
+      fail("{}: workload {} is for definition {}, not {}", file, r.workload.uuid, r.definition,
+           def.name);
+    resolve_axes(def, r.workload, file);
+    out.push_back(std::move(r.workload));
+  }
+  if (out.empty()) fail("{}: no workloads", file);
+  return out;
 }
 
 }  // namespace kh::cli

@@ -10,6 +10,7 @@
 
 #include "kh/roofline/ceilings.h"
 #include "kh/run/evaluator.h"
+#include "kh/spec/dataset.h"
 #include "kh/spec/definition.h"
 
 namespace kh::cli {
@@ -20,7 +21,7 @@ struct EvalCliOptions {
   std::string cache = ".kh/builds";
   double call_timeout_s = 10;
   double workload_timeout_s = 300;
-  std::string timing;                                    // "", cupti, events, graph
+  std::string timing;                                    // "", cupti, events, graph, wall
   int warmup = -1, iterations = -1, timing_trials = -1;  // -1: the official count
   std::string ceilings_file;                             // machine ceilings for the roofline floor
 };
@@ -30,8 +31,14 @@ struct EvalCliOptions {
 /// --warmup, --iterations, --timing-trials, --ceilings.
 void add_eval_cli_options(CLI::App* cmd, EvalCliOptions& o);
 
-/// Fills o.eval's timeouts and, with --timing, its method and the counts for `def` (official,
-/// overridden by the flags). Returns the --ceilings file's ceilings, if one was given.
+/// Fills o.eval's timeouts and, with --timing, its method (which must be --backend's:
+/// check_timing_backend) and the counts for `def` (official, overridden by the flags). Returns the
+/// --ceilings file's ceilings, if one was given.
 std::optional<MachineCeilings> resolve_eval_cli_options(EvalCliOptions& o, const Definition& def);
+
+/// The workloads of `def`: the dataset's set when `file` is empty, else the workloads JSONL file
+/// (each must be for `def`; their axes are checked). An empty selection is an error.
+std::vector<Workload> select_workloads(const Dataset& ds, const Definition& def,
+                                       const std::string& file);
 
 }  // namespace kh::cli

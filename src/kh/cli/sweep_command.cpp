@@ -53,24 +53,6 @@ void draw_progress(const SweepProgress& p) {
             << std::flush;
 }
 
-std::vector<Workload> sweep_workloads(const Options& o, const Dataset& ds, const Definition& def) {
-  if (o.workloads_file.empty()) {
-    auto all = ds.workloads(def.name);
-    if (all.empty()) fail("definition {} has no workloads in {}", def.name, ds.root().string());
-    return all;
-  }
-  std::vector<Workload> out;
-  for (auto& r : load_workload_file(o.workloads_file)) {
-    if (r.definition != def.name)
-      fail("{}: workload {} is for definition {}, not {}", o.workloads_file, r.workload.uuid,
-           r.definition, def.name);
-    resolve_axes(def, r.workload, o.workloads_file);
-    out.push_back(std::move(r.workload));
-  }
-  if (out.empty()) fail("{}: no workloads", o.workloads_file);
-  return out;
-}
-
 void run(Options& o) {
   auto store = open_store(o.store);
   const Dataset ds = Dataset::open(o.e.eval.root);
@@ -90,7 +72,7 @@ void run(Options& o) {
     request.candidates.push_back(std::move(sc));
   }
   request.definition = ds.definition(definition);
-  request.workloads = sweep_workloads(o, ds, request.definition);
+  request.workloads = select_workloads(ds, request.definition, o.workloads_file);
 
   request.ceilings = resolve_eval_cli_options(o.e, request.definition);
   request.eval = o.e.eval;

@@ -1,4 +1,4 @@
-// Times one trial of calls of a candidate on the cuda backend, with one of the three methods of
+// Times one trial of calls of a candidate on the cuda backend, with one of the three GPU methods of
 // DESIGN.md "Timing". Every timed call is preceded by an L2 flush (a memset of twice the L2 size,
 // synchronised) as the official timer does; the SM clock and clock event reasons are read after
 // every timed call. Failures the official timer reports as RUNTIME_ERROR (no activity,
@@ -6,26 +6,16 @@
 // messages; device faults throw DeviceError.
 #pragma once
 
-#include <functional>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "kh/core/json_io.h"
-#include "kh/gpu/sample_stats.h"
+#include "kh/gpu/interleaved_timer.h"
 #include "kh/gpu/timing_config.h"
 
 namespace kh {
-
-/// The calls the official timer makes before warmup (one plain, five timed with events only to
-/// derive counts; fib_eval_spec.md §4.2 step 2). kh makes them untimed, after flushes.
-inline constexpr int kOfficialPreWarmupCalls = 6;
-
-struct TrialTiming {
-  std::vector<TimingSample> samples;  // config.iterations of them when error is empty
-  std::string error;
-  bool ok() const { return error.empty(); }
-};
 
 /// What a timing result is measured on: recorded with every result.
 struct DeviceEnvironment {
@@ -42,7 +32,8 @@ struct DeviceEnvironment {
 };
 Json device_environment_json(const DeviceEnvironment& e);
 
-class CallTimer {
+/// The cuda backend's InterleavedTimer (kOfficialPreWarmupCalls are made after flushes too).
+class CallTimer final : public InterleavedTimer {
  public:
   /// On CUDA device `device`, for calls issued on `cuda_stream`. Allocates the flush buffer.
   CallTimer(int device, void* cuda_stream);
@@ -51,21 +42,18 @@ class CallTimer {
   CallTimer& operator=(const CallTimer&) = delete;
 
   const DeviceEnvironment& environment() const;
+  Json environment_json() const override { return device_environment_json(environment()); }
 
-  /// `call` issues one candidate call on the stream and returns the entry point's status (0 =
-  /// success) and, when nonzero, its message in `why`.
-  using Call = std::function<int(std::string& why)>;
+  /// `call` issues one candidate call on the stream (InterleavedTimer::Call); config.iterations
+  /// samples when it succeeds.
   TrialTiming time_trial(TimingMethod method, const TimingConfig& config, const Call& call);
 
-  /// Times several calls interleaved (the paired gate: two candidates on the same inputs):
-  /// `order[i]` is the index of the call timed at iteration i. Each call first gets the untimed
-  /// pre-warmup calls and `warmup` more; every timed call follows an L2 flush as in time_trial.
-  /// Under cupti each call's spans are checked (activity present, same set) among its own
-  /// iterations. Returns one TrialTiming per call, its samples in the order taken; an error of
-  /// any call is reported on every result.
+  /// InterleavedTimer's contract with the GPU methods (kWall is the cpu backend's: refused);
+  /// every timed call follows an L2 flush as in time_trial. Under cupti each call's spans are
+  /// checked (activity present, same set) among its own iterations.
   std::vector<TrialTiming> time_interleaved(TimingMethod method, int warmup,
                                             const std::vector<Call>& calls,
-                                            const std::vector<int>& order);
+                                            const std::vector<int>& order) override;
 
  private:
   struct Impl;

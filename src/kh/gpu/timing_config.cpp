@@ -2,6 +2,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "kh/core/error.h"
 
@@ -24,6 +25,7 @@ constexpr std::pair<TimingMethod, std::string_view> kMethodNames[] = {
     {TimingMethod::kCupti, "cupti"},
     {TimingMethod::kEvents, "events"},
     {TimingMethod::kGraph, "graph"},
+    {TimingMethod::kWall, "wall"},
 };
 
 }  // namespace
@@ -62,6 +64,25 @@ TimingMethod parse_timing_method(std::string_view name) {
     allowed += n;
   }
   fail("unknown timing method \"{}\": expected one of {}", name, allowed);
+}
+
+std::string_view timing_method_backend(TimingMethod m) {
+  return m == TimingMethod::kWall ? "cpu" : "cuda";
+}
+
+void check_timing_backend(TimingMethod method, std::string_view backend) {
+  if (timing_method_backend(method) == backend) return;
+  std::vector<std::string_view> names;
+  for (const auto& [m, name] : kMethodNames)
+    if (timing_method_backend(m) == backend) names.push_back(name);
+  std::string allowed;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    allowed += fmt::format("{}{}", i == 0 ? "" : i + 1 == names.size() ? " or " : ", ", names[i]);
+  if (allowed.empty())
+    fail("--timing {} needs the {} backend; the {} backend has no timer",
+         timing_method_name(method), timing_method_backend(method), backend);
+  fail("--timing {} needs the {} backend; the {} backend times with --timing {}",
+       timing_method_name(method), timing_method_backend(method), backend, allowed);
 }
 
 }  // namespace kh

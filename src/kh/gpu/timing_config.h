@@ -26,16 +26,28 @@ TimingConfig official_timing_config(std::string_view definition_name);
 /// need at least one value).
 void check_timing_config(const TimingConfig& config);
 
-/// The three timers of DESIGN.md "Timing"; every latency kh reports names the one that made it.
+/// The three GPU timers of DESIGN.md "Timing", and the cpu backend's wall clock; every latency kh
+/// reports names the one that made it.
 enum class TimingMethod {
   kCupti,   // official-aligned: span of the call's GPU activity, from CUPTI records
   kEvents,  // CUDA events around the call (includes host launch gaps)
   kGraph,   // CUDA-graph replay (launch overhead amortised; not comparable with official)
+  // The cpu backend's timer: the host's steady clock around each synchronous call (candidates
+  // there run on the host and return when done). It exists so that the timing and paired-gate
+  // flows run end to end without a GPU (CI); its numbers are host times, not comparable with
+  // the GPU methods' and not a performance result.
+  kWall,
 };
 
-std::string_view timing_method_name(TimingMethod m);  // "cupti", "events", "graph"
+std::string_view timing_method_name(TimingMethod m);  // "cupti", "events", "graph", "wall"
 std::optional<TimingMethod> timing_method_from_name(std::string_view name);
 /// As timing_method_from_name, but throws kh::Error naming the bad value and the allowed ones.
 TimingMethod parse_timing_method(std::string_view name);
+
+/// The backend a method times on: "cpu" for kWall, "cuda" for the GPU methods.
+std::string_view timing_method_backend(TimingMethod m);
+/// Throws kh::Error unless `method` times on `backend`, naming both and the methods the backend
+/// has: "--timing cupti needs the cuda backend; the cpu backend times with --timing wall".
+void check_timing_backend(TimingMethod method, std::string_view backend);
 
 }  // namespace kh

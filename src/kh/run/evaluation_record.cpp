@@ -2,15 +2,17 @@
 
 #include "kh/core/sha256.h"
 #include "kh/roofline/call_cost.h"
+#include "kh/run/host_call_timer.h"
 #include "kh/spec/trace.h"
 #include "kh/store/artifact_store.h"
 
 namespace kh {
 namespace {
 
+// No floor for a timing on the cpu backend: ceilings are a GPU's.
 std::optional<double> floor_of(const WorkloadVerdict& v,
                                const std::optional<MachineCeilings>& ceilings) {
-  if (!ceilings || !v.cost.is_object()) return std::nullopt;
+  if (!ceilings || !v.cost.is_object() || is_cpu_environment(v.environment)) return std::nullopt;
   return floor_seconds(call_cost_from_json(v.cost), *ceilings);
 }
 
@@ -48,6 +50,7 @@ Json evaluation_options_json(const EvalOptions& o) {
 
 std::optional<MachineCeilings> ceilings_for(const WorkloadVerdict& v,
                                             const std::optional<MachineCeilings>& given) {
+  if (is_cpu_environment(v.environment)) return std::nullopt;  // a GPU's ceilings do not apply
   if (given) return given;
   if (!v.environment.is_object() || !v.environment.contains("gpu")) return std::nullopt;
   const auto stored = default_ceilings_path(v.environment.at("gpu").get<std::string>());

@@ -27,8 +27,8 @@ struct VerdictContext {
 Json evaluation_options_json(const EvalOptions& o);
 
 /// The ceilings for a verdict's GPU: `given` if set, else those `kh ceilings` stored for the GPU
-/// named in the verdict's environment, if any. Callers resolve once and pass the result on (it
-/// reads a file), rather than per record.
+/// named in the verdict's environment, if any; none for a timing on the cpu backend (no floor).
+/// Callers resolve once and pass the result on (it reads a file), rather than per record.
 std::optional<MachineCeilings> ceilings_for(const WorkloadVerdict& v,
                                             const std::optional<MachineCeilings>& given);
 

@@ -30,8 +30,9 @@ struct EvalOptions {
   int device = 0;
   bool sanitize = false;
   bool cpu_reference = false;  // TrialOptions::cpu_reference
-  // Timing of workloads that passed (cuda backend): the method, and counts overriding the
-  // official ones of the definition (official_timing_config) when set.
+  // Timing of workloads that passed (cupti, events or graph on the cuda backend, wall on the cpu
+  // backend: check_timing_backend): the method, and counts overriding the official ones of the
+  // definition (official_timing_config) when set.
   std::optional<TimingMethod> timing;
   std::optional<TimingConfig> timing_config;
   std::chrono::milliseconds call_timeout{10'000};
@@ -50,7 +51,7 @@ struct WorkloadVerdict {
   double seconds = 0;
   std::optional<TimingResult> timing;  // when timing was asked for and the workload passed
   Json cost;                           // the call's roofline cost (trial 0), or null
-  Json environment;                    // the timing worker's device, or null
+  Json environment;                    // the timing worker's device (or host), or null
 };
 
 class Evaluator {

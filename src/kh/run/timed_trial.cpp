@@ -20,7 +20,7 @@ constexpr std::size_t kMaxCostInputBytes = std::size_t{16} << 20;
 TimedCalls run_timed_calls(MemoryBackend& backend,
                            const std::vector<const CandidateLibrary*>& libraries,
                            const InputGenerator& generator, std::int64_t trial, TimingMethod method,
-                           int warmup, const std::vector<int>& order, CallTimer& timer) {
+                           int warmup, const std::vector<int>& order, InterleavedTimer& timer) {
   const Definition& def = generator.definition();
   const bool on_device = has_device_reference(backend, def);
   DrawnCallInputs call = generate_inputs_of_call(generator, trial, on_device);
@@ -33,7 +33,7 @@ TimedCalls run_timed_calls(MemoryBackend& backend,
     workspace = std::max(workspace, library->workspace_bytes(t.data(), n));
   buffers.set_workspace(workspace);
 
-  std::vector<CallTimer::Call> calls;
+  std::vector<InterleavedTimer::Call> calls;
   for (const auto* library : libraries)
     calls.push_back([&, library](std::string& why) {
       const int rc = library->call(t.data(), n, backend.stream(), buffers.workspace(),
@@ -58,7 +58,7 @@ TimedCalls run_timed_calls(MemoryBackend& backend,
 
 TimedTrial run_timed_trial(MemoryBackend& backend, const CandidateLibrary& library,
                            const InputGenerator& generator, std::int64_t trial, TimingMethod method,
-                           const TimingConfig& config, CallTimer& timer) {
+                           const TimingConfig& config, InterleavedTimer& timer) {
   check_timing_config(config);
   TimedCalls calls =
       run_timed_calls(backend, {&library}, generator, trial, method, config.warmup,

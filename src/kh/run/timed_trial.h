@@ -1,6 +1,7 @@
 // One timed trial of one workload in the worker: the trial's inputs drawn as for a checked call
-// (on the device where possible), the candidate timed with a CallTimer, and the minimal cost of
-// the call (roofline) computed from those same inputs.
+// (on the device where possible), the candidate timed with the backend's InterleavedTimer
+// (CallTimer on cuda, HostCallTimer on cpu), and the minimal cost of the call (roofline) computed
+// from those same inputs.
 #pragma once
 
 #include <cstdint>
@@ -8,7 +9,7 @@
 #include <vector>
 
 #include "kh/gen/input_generator.h"
-#include "kh/gpu/call_timer.h"
+#include "kh/gpu/interleaved_timer.h"
 #include "kh/roofline/call_cost.h"
 #include "kh/run/candidate_library.h"
 #include "kh/run/memory_backend.h"
@@ -23,10 +24,10 @@ struct TimedTrial {
 
 TimedTrial run_timed_trial(MemoryBackend& backend, const CandidateLibrary& library,
                            const InputGenerator& generator, std::int64_t trial, TimingMethod method,
-                           const TimingConfig& config, CallTimer& timer);
+                           const TimingConfig& config, InterleavedTimer& timer);
 
 /// The paired gate's round on one workload: several candidates on the same buffers, holding the
-/// same inputs, timed interleaved in `order` (CallTimer::time_interleaved), after `warmup`
+/// same inputs, timed interleaved in `order` (InterleavedTimer::time_interleaved), after `warmup`
 /// untimed calls each. The workspace is the largest any of them asks for. One timing per library.
 struct TimedCalls {
   std::vector<TrialTiming> timings;
@@ -36,6 +37,6 @@ struct TimedCalls {
 TimedCalls run_timed_calls(MemoryBackend& backend,
                            const std::vector<const CandidateLibrary*>& libraries,
                            const InputGenerator& generator, std::int64_t trial, TimingMethod method,
-                           int warmup, const std::vector<int>& order, CallTimer& timer);
+                           int warmup, const std::vector<int>& order, InterleavedTimer& timer);
 
 }  // namespace kh

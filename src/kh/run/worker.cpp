@@ -8,9 +8,11 @@
 #include <memory>
 
 #include "kh/core/error.h"
+#include "kh/gpu/call_timer.h"
 #include "kh/run/builtin_candidates.h"
 #include "kh/run/call_inputs.h"
 #include "kh/run/candidate_library.h"
+#include "kh/run/host_call_timer.h"
 #include "kh/run/timed_trial.h"
 #include "kh/run/trial_runner.h"
 #include "kh/run/worker_protocol.h"
@@ -117,23 +119,34 @@ class Worker {
                                            c.at("variant").as_string()});
   }
 
+  // The backend's timer, created by the first timed request: CallTimer on cuda (cupti, events,
+  // graph), HostCallTimer on cpu (wall). A method of the other backend is an input error
+  // (check_timing_backend) that names both.
+  InterleavedTimer& timer_for(TimingMethod method) {
+    check_timing_backend(method, backend_->name());
+    if (!timer_) {
+      if (backend_->device().device_type == kDLCUDA)
+        timer_ = std::make_unique<CallTimer>(backend_->device().device_id, backend_->stream());
+      else
+        timer_ = std::make_unique<HostCallTimer>();
+    }
+    return *timer_;
+  }
+
   // One timed trial (worker_protocol.h): samples, or the error the official timer would raise.
   Json time(const JsonCursor& c) {
     if (!library_) return {{"ok", false}, {"kind", "internal"}, {"error", "no candidate loaded"}};
-    if (backend_->device().device_type != kDLCUDA)
-      return {{"ok", false}, {"kind", "input"}, {"error", "timing needs the cuda backend"}};
+    const TimingMethod method = parse_timing_method(c.at("method").as_string());
+    InterleavedTimer& timer = timer_for(method);
     const InputGenerator generator = generator_for(c);
-    if (!timer_)
-      timer_ = std::make_unique<CallTimer>(backend_->device().device_id, backend_->stream());
     const TimingConfig config{static_cast<int>(c.at("warmup").as_int()),
                               static_cast<int>(c.at("iterations").as_int()), 1};
-    const TimedTrial t =
-        run_timed_trial(*backend_, *library_, generator, c.at("trial").as_int(),
-                        parse_timing_method(c.at("method").as_string()), config, *timer_);
+    const TimedTrial t = run_timed_trial(*backend_, *library_, generator, c.at("trial").as_int(),
+                                         method, config, timer);
     Json reply = {{"ok", true},
                   {"samples", samples_json(t.timing)},
                   {"error", t.timing.error},
-                  {"environment", device_environment_json(timer_->environment())}};
+                  {"environment", timer.environment_json()}};
     if (t.cost)
       reply["cost"] = call_cost_json(*t.cost);
     else
@@ -156,23 +169,20 @@ class Worker {
     if (!library_ || !peer_)
       return {
           {"ok", false}, {"kind", "internal"}, {"error", "a paired timing needs two candidates"}};
-    if (backend_->device().device_type != kDLCUDA)
-      return {{"ok", false}, {"kind", "input"}, {"error", "timing needs the cuda backend"}};
+    const TimingMethod method = parse_timing_method(c.at("method").as_string());
+    InterleavedTimer& timer = timer_for(method);
     const InputGenerator generator = generator_for(c);
-    if (!timer_)
-      timer_ = std::make_unique<CallTimer>(backend_->device().device_id, backend_->stream());
     std::vector<int> order;
     for (std::size_t i = 0; i < c.at("order").size(); ++i)
       order.push_back(static_cast<int>(c.at("order").at(i).as_int()));
     const TimedCalls t =
         run_timed_calls(*backend_, {library_.get(), peer_.get()}, generator, c.at("trial").as_int(),
-                        parse_timing_method(c.at("method").as_string()),
-                        static_cast<int>(c.at("warmup").as_int()), order, *timer_);
+                        method, static_cast<int>(c.at("warmup").as_int()), order, timer);
     Json reply = {
         {"ok", true},
         {"samples", Json::array({samples_json(t.timings[0]), samples_json(t.timings[1])})},
         {"error", t.timings[0].error},
-        {"environment", device_environment_json(timer_->environment())}};
+        {"environment", timer.environment_json()}};
     if (t.cost) reply["cost"] = call_cost_json(*t.cost);
     return reply;
   }
@@ -186,8 +196,8 @@ class Worker {
   std::unique_ptr<MemoryBackend> backend_;
   FILE* out_;
   std::unique_ptr<CandidateLibrary> library_;
-  std::unique_ptr<CandidateLibrary> peer_;  // a paired gate's second candidate
-  std::unique_ptr<CallTimer> timer_;        // created by the first timed trial
+  std::unique_ptr<CandidateLibrary> peer_;   // a paired gate's second candidate
+  std::unique_ptr<InterleavedTimer> timer_;  // created by the first timed request (timer_for)
   std::unique_ptr<Dataset> dataset_;
   std::string dataset_root_;
 };

@@ -157,6 +157,10 @@ std::vector<TrialTiming> CallTimer::time_interleaved(TimingMethod method, int wa
       return impl_->graph(warmup, calls, order);
     case TimingMethod::kCupti:
       return impl_->cupti(warmup, calls, order);
+    case TimingMethod::kWall:
+      fail(
+          "timer: the wall timer is the cpu backend's; the cuda backend times with cupti, events "
+          "or graph");
   }
   fail("unknown timing method");
 }
