@@ -3,6 +3,17 @@
 // (batch, value head), a warp per k-last state row. Every other FAULT value plants one bug that a
 // specific harness check must catch; candidate.toml lists them and the comments at each fault say
 // exactly what it does.
+//
+// extra_output_pass is the one performance-only fault (for the promotion gate: a candidate made
+// slower on purpose, outputs bit-identical to FAULT=none). After the decode, a second kernel reads
+// every element of `output` and writes it back unchanged (volatile 16-bit accesses). Its memory
+// traffic is negligible: `output` is B * 8 * 128 bf16 = 2 KiB per batch row, against 1 MiB per
+// row for reading `state` and writing `new_state` (+0.4% bytes). What dominates is the extra
+// launch: under span timing (first kernel start to last kernel end) it adds the gap between the
+// two kernels plus the small kernel's own run, a fixed ~2-3 us per call whatever the batch. That
+// is a large fraction of a small-batch decode (the best latencies recorded in the official
+// workload table run from ~2.4 us at B=1 to ~12.6 us at B=64) and a smaller one at large batches;
+// the ~2-3 us is an estimate, not measured here.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -23,9 +34,17 @@
 namespace {
 
 constexpr std::string_view kFault = KH_STRINGIFY(FAULT);
-constexpr std::string_view kFaults[] = {
-    "none",        "segfault",         "hang",     "skip_element",     "write_past_end",
-    "write_input", "cache_by_address", "oob_read", "idle_after_checks", "alternate_kernels"};
+constexpr std::string_view kFaults[] = {"none",
+                                        "segfault",
+                                        "hang",
+                                        "skip_element",
+                                        "write_past_end",
+                                        "write_input",
+                                        "cache_by_address",
+                                        "oob_read",
+                                        "idle_after_checks",
+                                        "alternate_kernels",
+                                        "extra_output_pass"};
 constexpr bool known_fault() {
   for (std::string_view f : kFaults)
     if (f == kFault) return true;
@@ -155,6 +174,17 @@ __global__ void flip_low_bit(uint16_t* p) {
   *p ^= 1u;
 }
 
+// extra_output_pass: a redundant second pass that reads every output element and writes it back
+// unchanged. Volatile accesses, so the compiler must issue both the load and the store; the bits
+// are copied, not converted, so the output stays bit-identical to FAULT=none (NaN payloads too).
+__global__ void rewrite_output(uint16_t* output, int64_t elements) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < elements) {
+    volatile uint16_t* p = output;
+    p[i] = p[i];
+  }
+}
+
 // cache_by_address: device-side copies of the outputs of the last call per q address.
 __device__ __nv_bfloat16 g_cached_output[kMaxCachedBatch * kVHeads * kHeadSize];
 __device__ float g_cached_state[kMaxCachedBatch * kVHeads * kHeadSize * kHeadSize];
@@ -239,6 +269,13 @@ KH_EXPORT int kh_gdn_decode_cuda(const DLTensor* t, int32_t num_tensors, void* s
     poke_past_end<<<1, 1, 0, s>>>(args.new_state + B * kVHeads * kHeadSize * kHeadSize);
   if constexpr (kFault == "write_input")
     flip_low_bit<<<1, 1, 0, s>>>(reinterpret_cast<uint16_t*>(data_of<__nv_bfloat16>(t[2])));
+  if constexpr (kFault == "extra_output_pass") {
+    // A performance fault only: one more launch, after the decode on the same stream, that reads
+    // and rewrites the B * 8 * 128 bf16 of `output` (new_state is left alone).
+    const int64_t elements = B * kVHeads * kHeadSize;
+    rewrite_output<<<static_cast<unsigned>((elements + kThreads - 1) / kThreads), kThreads, 0, s>>>(
+        reinterpret_cast<uint16_t*>(args.output), elements);
+  }
 
   return cudaGetLastError() == cudaSuccess ? KH_OK : KH_ERROR_LAUNCH;
 }
