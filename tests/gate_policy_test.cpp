@@ -209,6 +209,44 @@ TEST(PromotionPolicy, CollapsingRegimeFailsTheRepresentativeGate) {
   EXPECT_THAT(d.reason, HasSubstr("representative gate found regime 'large' a loss at -30.0 %"));
 }
 
+TEST(PromotionPolicy, AFirstCandidateIsPromotedOnCorrectnessAndACleanReplay) {
+  FirstCandidateEvidence e;
+  e.workloads = 5;
+  e.replay_trials = 100;
+  const DecisionReport d = decide_first_candidate(e, PromotionRules{});
+  EXPECT_EQ(d.decision, Decision::kPromote) << d.reason;
+  EXPECT_THAT(d.reason, HasSubstr("first candidate: correct on all 5 workloads"));
+}
+
+TEST(PromotionPolicy, AFirstCandidateWithAFailureOrAShortOrFailingReplayIsRejected) {
+  FirstCandidateEvidence failing;
+  failing.workloads = 5;
+  failing.replay_trials = 100;
+  failing.failures = {"w3: INCORRECT_NUMERICAL: 2 elements"};
+  DecisionReport d = decide_first_candidate(failing, PromotionRules{});
+  EXPECT_EQ(d.decision, Decision::kReject);
+  EXPECT_THAT(d.reason, HasSubstr("fails 1 of 5 workloads (first: w3: INCORRECT_NUMERICAL"));
+
+  FirstCandidateEvidence replay_fails;
+  replay_fails.workloads = 5;
+  replay_fails.replay_trials = 100;
+  replay_fails.replay_failures = 1;
+  replay_fails.replay_first_failure = "w1 [ties]: INCORRECT_NUMERICAL: duplicate index";
+  d = decide_first_candidate(replay_fails, PromotionRules{});
+  EXPECT_EQ(d.decision, Decision::kReject);
+  EXPECT_THAT(d.reason, HasSubstr("1 failing run in the 100-trial replay (first: w1 [ties]"));
+
+  FirstCandidateEvidence short_replay;
+  short_replay.workloads = 5;
+  short_replay.replay_trials = 3;
+  d = decide_first_candidate(short_replay, PromotionRules{});
+  EXPECT_EQ(d.decision, Decision::kReject);
+  EXPECT_THAT(d.reason, HasSubstr("3 trials per workload, fewer than the 100 required"));
+
+  EXPECT_EQ(decide_first_candidate(FirstCandidateEvidence{}, PromotionRules{}).decision,
+            Decision::kReject);
+}
+
 TEST(PromotionPolicy, DecisionNames) {
   EXPECT_EQ(decision_name(Decision::kPromote), "promote");
   EXPECT_EQ(decision_name(Decision::kArchive), "archive");

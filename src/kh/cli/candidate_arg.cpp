@@ -6,9 +6,7 @@
 #include "kh/store/artifact_store.h"
 
 namespace kh::cli {
-namespace {
 
-// "dir@A=1,B=2" -> ("dir", {"A=1", "B=2"}).
 std::pair<std::string, std::vector<std::string>> split_params(const std::string& arg) {
   const auto at = arg.rfind('@');
   if (at == std::string::npos || at == 0) return {arg, {}};
@@ -25,8 +23,6 @@ std::pair<std::string, std::vector<std::string>> split_params(const std::string&
   }
   return {arg.substr(0, at), params};
 }
-
-}  // namespace
 
 ResolvedCandidate resolve_candidate_arg(const std::string& arg,
                                         const std::vector<std::string>& params,

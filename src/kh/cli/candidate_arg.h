@@ -24,6 +24,9 @@ struct ResolvedCandidate {
   bool builtin = false;
 };
 
+/// "dir@A=1,B=2" -> ("dir", {"A=1", "B=2"}); an entry after '@' without '=' is an error.
+std::pair<std::string, std::vector<std::string>> split_params(const std::string& arg);
+
 /// `arg` as described above; `params` (NAME=value) apply on top of any `@` params; `definition`
 /// is required for builtins and, when given, must match a folder candidate's.
 ResolvedCandidate resolve_candidate_arg(const std::string& arg,

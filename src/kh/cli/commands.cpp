@@ -26,6 +26,10 @@ void register_commands(CLI::App& app) {
   add_regimes_command(app);
   add_report_command(app);
   add_store_command(app);
+  add_noise_command(app);
+  add_gate_command(app);
+  add_promote_command(app);
+  add_retained_command(app);
   add_worker_command(app);
 }
 

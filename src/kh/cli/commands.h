@@ -24,5 +24,9 @@ void add_compare_command(CLI::App& app);
 void add_regimes_command(CLI::App& app);
 void add_report_command(CLI::App& app);
 void add_store_command(CLI::App& app);
+void add_noise_command(CLI::App& app);
+void add_gate_command(CLI::App& app);
+void add_promote_command(CLI::App& app);
+void add_retained_command(CLI::App& app);
 
 }  // namespace kh::cli

@@ -218,6 +218,40 @@ DecisionReport decide_promotion(const PromotionEvidence& evidence, const Promoti
   return decided(std::move(report), Decision::kReject, blocker);
 }
 
+DecisionReport decide_first_candidate(const FirstCandidateEvidence& evidence,
+                                      const PromotionRules& rules) {
+  DecisionReport report;
+  report.evidence.push_back(fmt::format("correctness: {} workloads, {} failing{}", evidence.workloads,
+                                        evidence.failures.size(),
+                                        evidence.failures.empty()
+                                            ? ""
+                                            : " (first: " + evidence.failures.front() + ")"));
+  report.evidence.push_back(fmt::format("replay: {} trials per workload, {} failing{}",
+                                        evidence.replay_trials, evidence.replay_failures,
+                                        evidence.replay_first_failure.empty()
+                                            ? ""
+                                            : " (first: " + evidence.replay_first_failure + ")"));
+  if (evidence.workloads == 0)
+    return decided(std::move(report), Decision::kReject, "no workload was checked");
+  if (!evidence.failures.empty())
+    return decided(std::move(report), Decision::kReject,
+                   fmt::format("fails {} of {} workloads (first: {})", evidence.failures.size(),
+                               evidence.workloads, evidence.failures.front()));
+  if (evidence.replay_failures > 0)
+    return decided(std::move(report), Decision::kReject,
+                   fmt::format("{} failing run{} in the {}-trial replay (first: {})",
+                               evidence.replay_failures, evidence.replay_failures == 1 ? "" : "s",
+                               evidence.replay_trials, evidence.replay_first_failure));
+  if (evidence.replay_trials < rules.replay_trials)
+    return decided(std::move(report), Decision::kReject,
+                   fmt::format("the replay ran {} trials per workload, fewer than the {} required",
+                               evidence.replay_trials, rules.replay_trials));
+  return decided(std::move(report), Decision::kPromote,
+                 fmt::format("the definition's first candidate: correct on all {} workloads and a "
+                             "clean {}-trial replay",
+                             evidence.workloads, evidence.replay_trials));
+}
+
 bool representative_gate_passes(const PairedGateResult& representative,
                                 const PromotionRules& rules) {
   // A correctness failure decides the candidate already; measuring it everywhere is wasted time.

@@ -49,6 +49,18 @@ struct DecisionReport {
 ///  4. reject otherwise (no gain beyond the minimum effect).
 DecisionReport decide_promotion(const PromotionEvidence& evidence, const PromotionRules& rules);
 
+/// A definition's first candidate has nothing to beat. It is promoted when it passed every
+/// correctness trial on every workload and its replay is clean and long enough (rule 1 alone);
+/// otherwise rejected.
+struct FirstCandidateEvidence {
+  int workloads = 0;                          // checked
+  std::vector<std::string> failures;          // "uuid: STATUS: message" per failing workload
+  int replay_trials = 0, replay_failures = 0;  // as in PromotionEvidence
+  std::string replay_first_failure;
+};
+DecisionReport decide_first_candidate(const FirstCandidateEvidence& evidence,
+                                      const PromotionRules& rules);
+
 /// Whether the flow should go on after the representative gate: no group is a loss, and the
 /// overall estimate is not below 1 - rules.regime_tolerance. (A candidate that is not faster
 /// where it is cheapest to measure is not measured everywhere.)

@@ -48,5 +48,8 @@ std::unique_ptr<MemoryBackend> make_cuda_backend(int device);
 /// CUDA devices this process can see (CUDA_VISIBLE_DEVICES applies); 0 without a driver or
 /// without CUDA support in this build. Creates no context.
 int visible_cuda_devices();
+/// The name of CUDA device `device` as timing environments record it ("NVIDIA H200"), or "" when
+/// it cannot be read. Used to find per-GPU records (noise floors) before a worker starts.
+std::string cuda_device_name(int device);
 
 }  // namespace kh

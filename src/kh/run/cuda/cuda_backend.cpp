@@ -64,6 +64,11 @@ int visible_cuda_devices() {
   return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
 }
 
+std::string cuda_device_name(int device) {
+  cudaDeviceProp prop{};
+  return cudaGetDeviceProperties(&prop, device) == cudaSuccess ? std::string(prop.name) : "";
+}
+
 std::unique_ptr<MemoryBackend> make_cuda_backend(int device) {
   return std::make_unique<CudaBackend>(device);
 }

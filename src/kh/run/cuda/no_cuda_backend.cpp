@@ -12,4 +12,8 @@ int visible_cuda_devices() {
   return 0;
 }
 
+std::string cuda_device_name(int) {
+  return "";
+}
+
 }  // namespace kh

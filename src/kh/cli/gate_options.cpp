@@ -1,0 +1,130 @@
+#include "kh/cli/gate_options.h"
+
+#include <random>
+
+#include <fmt/format.h>
+
+#include "kh/core/error.h"
+#include "kh/core/json_io.h"
+#include "kh/gate/gate_json.h"
+#include "kh/gate/representative_set.h"
+#include "kh/run/builtin_candidates.h"
+#include "kh/run/memory_backend.h"
+
+namespace kh::cli {
+
+void add_gate_cli_options(CLI::App* cmd, GateCliOptions& o) {
+  add_eval_cli_options(cmd, o.e);
+  cmd->add_option("--rounds", o.rounds, "gate: rounds over the workloads (drift is seen between)")
+      ->capture_default_str();
+  cmd->add_option("--pairs", o.pairs, "gate: timed A/B pairs per workload and round")
+      ->capture_default_str();
+  cmd->add_option("--gate-warmup", o.gate_warmup, "gate: untimed calls per candidate and round")
+      ->capture_default_str();
+  cmd->add_option("--objective", o.objective,
+                  "distribution objective: mean_latency (the seed system's) or mean_speedup "
+                  "(the contest's score)")
+      ->check(CLI::IsMember({"mean_latency", "mean_speedup"}))
+      ->capture_default_str();
+  cmd->add_option("--min-effect", o.min_effect,
+                  "smallest relative change called a win or loss (default: from the stored noise "
+                  "floor of this definition, GPU and timer; else 0.01)");
+  cmd->add_option("--confidence", o.confidence, "interval level")->capture_default_str();
+  cmd->add_option("--alpha", o.family_alpha, "family-wise error rate (Holm)")
+      ->capture_default_str();
+  cmd->add_option("--order-seed", o.order_seed,
+                  "seed of the randomised workload and A/B order (default: drawn fresh)");
+}
+
+GateSetup resolve_gate_setup(GateCliOptions& o, const Definition& def, const ArtifactStore& store) {
+  GateSetup s;
+  const bool cuda = o.e.eval.backend == "cuda";
+  if (o.e.timing.empty()) o.e.timing = cuda ? "cupti" : "wall";
+  // The gate's method; resolve_eval_cli_options would also turn on per-workload timing of
+  // correctness evaluations, which a gate does not want.
+  const std::string method = o.e.timing;
+  o.e.timing.clear();
+  resolve_eval_cli_options(o.e, def);
+  s.method = method;
+  s.run.method = parse_timing_method(method);
+  s.run.eval = o.e.eval;
+  s.run.rounds = o.rounds;
+  s.run.pairs_per_round = o.pairs;
+  s.run.warmup = o.gate_warmup;
+  if (o.order_seed == 0) o.order_seed = std::random_device{}() | 1ull;
+  s.run.order_seed = o.order_seed;
+  s.objective = parse_objective(o.objective);
+  s.statistics.confidence = o.confidence;
+  s.statistics.family_alpha = o.family_alpha;
+  s.statistics.seed = o.order_seed;
+  s.gpu = cuda ? cuda_device_name(o.e.eval.device) : "cpu";
+  if (o.min_effect >= 0) {
+    s.statistics.min_effect = o.min_effect;
+    s.min_effect_source = "--min-effect";
+  } else if (auto floor = store.latest_noise_floor(def.name, s.gpu, method)) {
+    s.statistics.min_effect = floor->minimum_effect;
+    s.min_effect_source = "noise floor " + floor->id.substr(0, 12);
+    s.floor = std::move(floor);
+  } else {
+    s.min_effect_source = "default (no noise floor stored for this GPU and timer; run kh noise)";
+  }
+  return s;
+}
+
+GateSide gate_side(const ResolvedCandidate& c) {
+  if (!c.build.ok)
+    fail("candidate {} did not build:\n{}", c.candidate.name, c.build.log);
+  return {c.candidate.name, c.build.library, c.candidate.entry.symbol};
+}
+
+ResolvedCandidate rebuild_stored_candidate(const ArtifactStore& store, const CandidateRecord& c,
+                                           const std::filesystem::path& cache) {
+  if (is_builtin_candidate(c.name)) return resolve_candidate_arg(c.name, {}, c.definition, cache);
+  if (c.manifest_blob.empty())
+    fail("stored candidate {} ({}) has no manifest to rebuild it from", c.name, c.hash);
+  const auto dir = store.location().dir / "candidates" / c.hash;
+  std::filesystem::create_directories(dir);
+  write_text_file_atomic(dir / "candidate.toml", store.blob(c.manifest_blob));
+  for (const auto& [path, blob] : c.sources) {
+    const auto file = dir / path;
+    std::filesystem::create_directories(file.parent_path());
+    write_text_file_atomic(file, store.blob(blob));
+  }
+  std::vector<std::string> params;
+  for (const auto& [name, value] : c.params) params.push_back(name + "=" + value);
+  ResolvedCandidate r = resolve_candidate_arg(dir.string(), params, c.definition, cache);
+  return r;
+}
+
+std::map<std::string, double> stored_latencies(const ArtifactStore& store, const CandidateRecord& c,
+                                               const std::string& method) {
+  std::map<std::string, EvaluationRecord> newest;
+  for (auto& e : store.evaluations_of_candidate(c.hash)) {
+    if (e.timing_method != method || !e.summary || e.status != "PASSED") continue;
+    auto it = newest.find(e.workload);
+    if (it == newest.end() || e.created_at > it->second.created_at) newest[e.workload] = e;
+  }
+  std::map<std::string, double> out;
+  for (const auto& [uuid, e] : newest) out[uuid] = e.summary->latency;
+  return out;
+}
+
+std::vector<Workload> gate_workloads(const std::string& which, const Dataset& ds,
+                                     const Definition& def, const ArtifactStore& store,
+                                     const CandidateRecord& baseline, const std::string& method) {
+  if (which == "all" || which == "representative") {
+    std::vector<Workload> all = ds.workloads(def.name);
+    if (all.empty()) fail("definition {} has no workloads in {}", def.name, ds.root().string());
+    if (which == "all") return all;
+    const RepresentativeSet rep = select_representatives(
+        partition_regimes(def, all), all, stored_latencies(store, baseline, method));
+    std::vector<Workload> out;
+    for (const auto& id : rep.workloads)
+      for (const auto& w : all)
+        if (w.uuid == id) out.push_back(w);
+    return out;
+  }
+  return select_workloads(ds, def, which);
+}
+
+}  // namespace kh::cli

@@ -1,0 +1,106 @@
+#include "kh/cli/gate_records.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "kh/core/sha256.h"
+#include "kh/gate/gate_json.h"
+
+namespace kh::cli {
+namespace {
+
+std::string percent(const Interval& i) {
+  return fmt::format("{:+.2f} % [{:+.2f}, {:+.2f}]", (i.estimate - 1) * 100, (i.lo - 1) * 100,
+                     (i.hi - 1) * 100);
+}
+
+}  // namespace
+
+GateRecord store_gate(ArtifactStore& store, const Definition& def, const std::string& a_hash,
+                      const std::string& b_hash, const std::string& stage, const GateSetup& setup,
+                      const PairedRun& run, const PairedGateResult& result) {
+  GateRecord g;
+  g.definition = def.name;
+  g.candidate_a = a_hash;
+  g.candidate_b = b_hash;
+  g.stage = stage;
+  g.gpu = setup.gpu;
+  g.timing_method = setup.method;
+  if (!run.environment.is_null()) {
+    EnvironmentRecord env{sha256_hex(run.environment.dump()), run.environment};
+    store.put_environment(env);
+    g.environment = env.hash;
+  }
+  g.objective = std::string(objective_name(result.objective));
+  g.min_effect = setup.statistics.min_effect;
+  g.estimate = result.overall.objective.estimate;
+  g.lo = result.overall.objective.lo;
+  g.hi = result.overall.objective.hi;
+  g.verdict = std::string(verdict_name(result.overall.verdict));
+  g.both_correct = result.both_correct;
+  g.result = paired_gate_json(result);
+  g.result["failures"] = run.failures;
+  g.samples = paired_samples_json(run.samples);
+  g.options = {{"rounds", setup.run.rounds},
+               {"pairs_per_round", setup.run.pairs_per_round},
+               {"warmup", setup.run.warmup},
+               {"order_seed", setup.run.order_seed},
+               {"first_input_trial", setup.run.first_input_trial},
+               {"correctness_trials", setup.run.eval.trials},
+               {"seed", setup.run.eval.seed},
+               {"backend", setup.run.eval.backend},
+               {"confidence", setup.statistics.confidence},
+               {"family_alpha", setup.statistics.family_alpha},
+               {"resamples", setup.statistics.resamples},
+               {"min_effect_source", setup.min_effect_source}};
+  g.created_at = utc_timestamp();
+  g.id = store.put_gate(g);
+  return g;
+}
+
+std::string gate_text(const PairedGateResult& r, const PairedRun& run, int max_workloads) {
+  std::string out = fmt::format("  overall ({}): {}  {}\n", objective_name(r.objective),
+                                percent(r.overall.objective), verdict_name(r.overall.verdict));
+  for (const GroupGate& g : r.groups)
+    out += fmt::format("  regime {:<40} {}  {}  ({} workloads)\n", g.name, percent(g.objective),
+                       verdict_name(g.verdict), g.workloads.size());
+  std::vector<const WorkloadGate*> called;
+  int ties = 0;
+  for (const WorkloadGate& w : r.workloads) {
+    if (w.verdict == Verdict::kTie)
+      ++ties;
+    else
+      called.push_back(&w);
+  }
+  std::sort(called.begin(), called.end(), [](const WorkloadGate* a, const WorkloadGate* b) {
+    return a->speedup.estimate < b->speedup.estimate;
+  });
+  out += fmt::format("  workloads: {} judged, {} ties, {} called\n", r.workloads.size(), ties,
+                     called.size());
+  for (std::size_t i = 0; i < called.size() && static_cast<int>(i) < max_workloads; ++i)
+    out += fmt::format("    {} {}  {}\n", called[i]->workload.substr(0, 8),
+                       percent(called[i]->speedup), verdict_name(called[i]->verdict));
+  for (const auto& f : run.failures) out += "  FAILED " + f + "\n";
+  return out;
+}
+
+Json gate_report_json(const GateRecord& record, const PairedRun& run) {
+  Json j = paired_gate_json(paired_gate_from_json(record.result));
+  j["id"] = record.id;
+  j["stage"] = record.stage;
+  j["candidate_a"] = record.candidate_a;
+  j["candidate_b"] = record.candidate_b;
+  j["gpu"] = record.gpu;
+  j["timing_method"] = record.timing_method;
+  j["min_effect"] = record.min_effect;
+  j["options"] = record.options;
+  j["failures"] = run.failures;
+  return j;
+}
+
+Json decision_evidence_json(const DecisionReport& d) {
+  return {{"decision", decision_name(d.decision)}, {"reason", d.reason}, {"evidence", d.evidence}};
+}
+
+}  // namespace kh::cli

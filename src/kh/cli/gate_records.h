@@ -1,0 +1,28 @@
+// A gate's measurement and judgement as the store keeps them and as the gate verbs print them.
+#pragma once
+
+#include <string>
+
+#include "kh/cli/gate_options.h"
+#include "kh/gate/paired_run.h"
+#include "kh/gate/promotion_policy.h"
+#include "kh/store/artifact_store.h"
+
+namespace kh::cli {
+
+/// Puts the run's environment (if any) and the gate record; returns the stored record.
+GateRecord store_gate(ArtifactStore& store, const Definition& def, const std::string& a_hash,
+                      const std::string& b_hash, const std::string& stage, const GateSetup& setup,
+                      const PairedRun& run, const PairedGateResult& result);
+
+/// The gate as text: overall objective, groups, and the workloads that are not ties (at most
+/// `max_workloads` of them, slowest first), then the correctness failures.
+std::string gate_text(const PairedGateResult& r, const PairedRun& run, int max_workloads = 12);
+
+/// A gate as JSON for --json: the record's id and the judged result.
+Json gate_report_json(const GateRecord& record, const PairedRun& run);
+
+/// The decision as stored and printed.
+Json decision_evidence_json(const DecisionReport& d);
+
+}  // namespace kh::cli

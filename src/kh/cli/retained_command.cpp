@@ -1,0 +1,127 @@
+// `kh retained D`: the definition's retained candidate (the one promoted last) with the decision
+// that made it so, and the decisions taken since. --json for scripts. `--source FOLDER` checks
+// that a candidate folder (the kernel library's kernels/<op>/) hashes to the retained candidate:
+// the test that keeps the library's source and the promotion record one truth (exit 3 if not).
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "kh/build/candidate.h"
+#include "kh/cli/candidate_arg.h"
+#include "kh/cli/commands.h"
+#include "kh/cli/store_access.h"
+#include "kh/core/error.h"
+
+namespace kh::cli {
+namespace {
+
+constexpr int kExitNoneRetained = 3;  // also: --source is not the retained candidate
+constexpr std::size_t kRecentDecisions = 10;
+
+struct Options {
+  std::string definition;
+  std::string source;  // a candidate folder[@NAME=value,...] to check against the retained one
+  bool json = false;
+  StoreOptions store;
+};
+
+Json decision_json(const DecisionRecord& d, const ArtifactStore& store) {
+  const auto c = store.candidate(d.candidate);
+  return {{"id", d.id},
+          {"candidate", d.candidate},
+          {"name", c ? c->name : ""},
+          {"against", d.against},
+          {"decision", d.decision},
+          {"reason", d.reason},
+          {"created_at", d.created_at},
+          {"evidence", d.evidence}};
+}
+
+/// --source: the folder's candidate hash against the retained one's.
+void check_source(const Options& o, ArtifactStore& store,
+                  const std::optional<DecisionRecord>& retained) {
+  const auto [dir, params] = split_params(o.source);
+  const Candidate c = load_candidate(dir);
+  if (c.definition != o.definition)
+    fail("--source {}: candidate {} is for definition {}, not {}", o.source, c.name, c.definition,
+         o.definition);
+  const CandidateRecord r = record_candidate(store, c, resolve_params(c, params));
+  const bool same = retained && retained->candidate == r.hash;
+  if (o.json) {
+    std::cout << Json{{"definition", o.definition},
+                      {"source", o.source},
+                      {"source_hash", r.hash},
+                      {"retained", retained ? retained->candidate : ""},
+                      {"matches", same}}
+                     .dump(2)
+              << "\n";
+  } else if (same) {
+    std::cout << fmt::format("{}: {} is the retained candidate ({})\n", o.definition, o.source,
+                             r.hash.substr(0, 12));
+  } else if (!retained) {
+    std::cout << fmt::format(
+        "{}: {} hashes to {}, but no candidate of {} was ever promoted; kh promote it (and keep "
+        "the store's bundle in memory/)\n",
+        o.definition, o.source, r.hash.substr(0, 12), o.definition);
+  } else {
+    std::cout << fmt::format(
+        "{}: {} hashes to {}, not to the retained candidate {} promoted at {}: the source was "
+        "changed without a promotion (kh promote it) or a promotion was not recorded in memory/\n",
+        o.definition, o.source, r.hash.substr(0, 12), retained->candidate.substr(0, 12),
+        retained->created_at);
+  }
+  if (!same) set_exit_code(kExitNoneRetained);
+}
+
+void run(const Options& o) {
+  auto store = open_store(o.store);
+  const auto retained = store->retained(o.definition);
+  if (!o.source.empty()) return check_source(o, *store, retained);
+  const auto decisions = store->decisions(o.definition);
+  if (o.json) {
+    Json recent = Json::array();
+    for (std::size_t i = 0; i < decisions.size() && i < kRecentDecisions; ++i)
+      recent.push_back(decision_json(decisions[i], *store));
+    std::cout << Json{{"definition", o.definition},
+                      {"retained", retained ? decision_json(*retained, *store) : Json(nullptr)},
+                      {"recent_decisions", recent}}
+                     .dump(2)
+              << "\n";
+  } else if (!retained) {
+    std::cout << fmt::format("{}: no retained candidate (kh promote CAND makes the first)\n",
+                             o.definition);
+  } else {
+    const auto c = store->candidate(retained->candidate);
+    std::cout << fmt::format("{}: retained {} ({}) since {}\n  {}\n", o.definition,
+                             c ? c->name : "?", retained->candidate.substr(0, 12),
+                             retained->created_at, retained->reason);
+    if (retained->evidence.contains("evidence"))
+      for (const auto& line : retained->evidence.at("evidence"))
+        std::cout << "    " << line.get<std::string>() << "\n";
+  }
+  if (!o.json && decisions.size() > 1) {
+    std::cout << "recent decisions:\n";
+    for (std::size_t i = 0; i < decisions.size() && i < kRecentDecisions; ++i) {
+      const auto c = store->candidate(decisions[i].candidate);
+      std::cout << fmt::format("  {}  {:<8} {} ({})\n", decisions[i].created_at,
+                               decisions[i].decision, c ? c->name : "?",
+                               decisions[i].candidate.substr(0, 12));
+    }
+  }
+  if (!retained) set_exit_code(kExitNoneRetained);
+}
+
+}  // namespace
+
+void add_retained_command(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("retained", "Show a definition's retained candidate and decisions");
+  cmd->add_option("definition", o->definition, "the definition")->required();
+  cmd->add_option("--source", o->source,
+                  "check that this candidate folder (folder@NAME=value) is the retained candidate");
+  cmd->add_flag("--json", o->json, "print as JSON");
+  add_store_option(cmd, o->store);
+  cmd->callback([o] { run(*o); });
+}
+
+}  // namespace kh::cli

@@ -1,0 +1,79 @@
+#include "kh/gate/replay.h"
+
+#include <algorithm>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "kh/core/error.h"
+#include "kh/spec/trace.h"
+#include "kh/gen/input_generator.h"
+
+namespace kh {
+
+int ReplayResult::failures() const {
+  return static_cast<int>(
+      std::count_if(runs.begin(), runs.end(), [](const ReplayRun& r) { return !r.passed; }));
+}
+
+std::string ReplayResult::first_failure() const {
+  for (const ReplayRun& r : runs)
+    if (!r.passed)
+      return fmt::format("{}{}: {}: {}", r.workload,
+                         r.variant.empty() ? "" : " [" + r.variant + "]", r.status, r.message);
+  return "";
+}
+
+int ReplayResult::min_realistic_trials() const {
+  int fewest = std::numeric_limits<int>::max();
+  for (const ReplayRun& r : runs)
+    if (r.variant.empty()) fewest = std::min(fewest, r.trials);
+  return fewest == std::numeric_limits<int>::max() ? 0 : fewest;
+}
+
+ReplayResult run_replay(const Definition& def, const std::vector<Workload>& workloads,
+                        const GateSide& candidate, const ReplayOptions& o,
+                        const ReplayProgressFn& progress) {
+  if (o.trials < 1) fail("replay: {} trials, expected >= 1", o.trials);
+  if (o.adversarial_trials < 0) fail("replay: {} adversarial trials", o.adversarial_trials);
+  ReplayResult result;
+  result.seed = o.seed;
+  result.trials = o.trials;
+  result.adversarial_trials = o.adversarial_trials;
+  if (o.adversarial_trials > 0)
+    for (const VariantInfo& v : InputGenerator::variants(def)) result.variants.push_back(v.name);
+
+  // One evaluator per input distribution: realistic, then each variant.
+  std::vector<std::pair<std::string, int>> passes{{"", o.trials}};
+  for (const auto& v : result.variants) passes.emplace_back(v, o.adversarial_trials);
+  const int total = static_cast<int>(passes.size() * workloads.size());
+  int done = 0;
+  std::vector<ReplayRun> by_pass;
+  for (const auto& [variant, trials] : passes) {
+    EvalOptions eval = o.eval;
+    eval.timing.reset();
+    eval.trials = trials;
+    eval.seed = o.seed;
+    eval.variant = variant;
+    Evaluator evaluator(eval, candidate.library, candidate.entry);
+    for (const Workload& w : workloads) {
+      const WorkloadVerdict v = evaluator.evaluate(def, w);
+      ReplayRun r;
+      r.workload = w.uuid;
+      r.variant = variant;
+      r.trials = v.trials_run;
+      r.passed = v.check.passed();
+      r.status = std::string(status_name(v.check.status));
+      r.message = v.check.message;
+      by_pass.push_back(std::move(r));
+      if (progress) progress(++done, total, w.uuid);
+    }
+  }
+  // Workload-major for reading: each workload's realistic run, then its variants.
+  for (std::size_t w = 0; w < workloads.size(); ++w)
+    for (std::size_t p = 0; p < passes.size(); ++p)
+      result.runs.push_back(by_pass[p * workloads.size() + w]);
+  return result;
+}
+
+}  // namespace kh

@@ -1,0 +1,52 @@
+// High-trial replay: the last stage before a promotion. The candidate is checked again with many
+// more trials than a sweep uses, on input sets drawn from a fresh seed (not the ones it was
+// developed and gated on), on every workload, and on every adversarial variant the definition's
+// generator offers (exact top-k ties, extreme gates, ...). A bug that shows once in a hundred
+// trials, like a top-k boundary tie handled wrongly, is found here rather than after promotion.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kh/gate/paired_run.h"
+
+namespace kh {
+
+/// Trials per workload on realistic inputs, and per workload and adversarial variant.
+inline constexpr int kDefaultReplayTrials = 100;
+inline constexpr int kDefaultReplayAdversarialTrials = 20;
+
+struct ReplayOptions {
+  EvalOptions eval;  // worker and timeouts; eval.trials, eval.seed and eval.variant are set here
+  int trials = kDefaultReplayTrials;
+  int adversarial_trials = kDefaultReplayAdversarialTrials;  // 0: no adversarial variants
+  std::uint64_t seed = 0;  // the fresh seed (the caller draws and records it)
+};
+
+struct ReplayRun {
+  std::string workload;
+  std::string variant;  // "" for realistic inputs
+  int trials = 0;       // run (a failure that ends the workload stops early)
+  bool passed = false;
+  std::string status, message;
+};
+
+struct ReplayResult {
+  std::uint64_t seed = 0;
+  int trials = 0, adversarial_trials = 0;  // as asked
+  std::vector<std::string> variants;       // adversarial variants replayed
+  std::vector<ReplayRun> runs;             // workload-major, realistic first
+  int failures() const;                    // runs that did not pass
+  std::string first_failure() const;       // "uuid [variant]: STATUS: message", or ""
+  int min_realistic_trials() const;        // fewest trials a passing realistic run had
+};
+
+using ReplayProgressFn = std::function<void(int done, int total, const std::string& workload)>;
+
+ReplayResult run_replay(const Definition& def, const std::vector<Workload>& workloads,
+                        const GateSide& candidate, const ReplayOptions& options,
+                        const ReplayProgressFn& progress = {});
+
+}  // namespace kh

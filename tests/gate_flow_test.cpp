@@ -1,0 +1,161 @@
+// The promotion discipline end to end on the cpu backend, through the real kh binary, timed with
+// the host wall clock: kh noise stores a floor that later gates use; kh promote makes a
+// definition's first candidate retained on correctness and replay alone, promotes a candidate
+// twice as fast, rejects one twice as slow (a loss) and one that is wrong, and the high-trial
+// replay with adversarial inputs catches a top-k tie bug that 3 realistic trials do not; kh
+// retained follows. Sizes are small (2 decode workloads, 3 rounds x 4 pairs): the effects planted
+// here are 2x, far beyond the wall timer's noise, and the minimum effect is set to 10 %.
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "kh/core/json_io.h"
+#include "kh/spec/dataset.h"
+#include "test_support.h"
+
+namespace kh {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+const std::string kDecode = "gdn_decode_qk4_v8_d128_k_last";
+const std::string kTopK = "dsa_topk_indexer_fp8_h64_d128_topk2048_ps64";
+// Small statistics for speed; the planted effects are 2x.
+const std::string kGateFlags =
+    "--backend cpu --rounds 4 --pairs 8 --gate-warmup 2 --trials 1 --min-effect 0.10";
+const std::string kReplayFlags = "--replay-trials 3 --adversarial-trials 1";
+
+class GateFlow : public ::testing::Test {
+ protected:
+  /// The shipped workloads of `def` at these dataset indices.
+  fs::path workloads_file(const std::string& def, const std::vector<std::size_t>& indices) {
+    const Dataset ds = Dataset::open(test::source_dir());
+    const auto all = ds.workloads(def);
+    std::vector<WorkloadRecord> records;
+    for (std::size_t i : indices) records.push_back({def, all.at(i)});
+    const fs::path path = dir_.path() / fmt::format("{}_{}.jsonl", def, indices.size());
+    save_workload_file(path, records);
+    return path;
+  }
+  test::CommandResult kh(const std::string& args, fs::path root = test::source_dir()) const {
+    return test::run_command(fmt::format(
+        "env KH_MEMORY_DIR= {} {} --root {} --cache {} --logs {} --store {}", KH_BINARY, args,
+        root.string(), (test::source_dir() / "build" / "test-build-cache").string(),
+        (dir_.path() / "logs").string(), (dir_.path() / "store").string()));
+  }
+  /// A dataset of the shipped definitions and one small top-k workload: shipped workload 13
+  /// (batch 4, 34 pages per row: the 2048-token cut falls inside a row) with a cache of 140 pages
+  /// instead of 11923, so a trial takes milliseconds on the cpu backend.
+  fs::path small_topk_dataset() {
+    const Dataset ds = Dataset::open(test::source_dir());
+    Workload w = ds.workloads(kTopK).at(13);
+    w.uuid = "00000000-0000-4000-8000-00000000001d";
+    for (auto& [axis, value] : w.axes)
+      if (axis == "num_pages") value = 140;
+    const fs::path root = dir_.path() / "dataset";
+    fs::create_directories(root / "workloads" / "dsa_paged");
+    fs::create_directory_symlink(test::source_dir() / "definitions", root / "definitions");
+    save_workload_file(root / "workloads" / "dsa_paged" / (kTopK + ".jsonl"), {{kTopK, w}});
+    return root;
+  }
+  test::CommandResult retained(const std::string& def) const {
+    return test::run_command(fmt::format("env KH_MEMORY_DIR= {} retained {} --json --store {}",
+                                         KH_BINARY, def, (dir_.path() / "store").string()));
+  }
+  static std::string decode(const std::string& fault) {
+    return (test::source_dir() / "tests/candidates/gdn_decode_cpp").string() + "@FAULT=" + fault;
+  }
+  static Json json_of(const test::CommandResult& r) {
+    EXPECT_FALSE(r.out.empty()) << r.err;
+    return r.out.empty() ? Json() : parse_json(r.out, "kh output");
+  }
+  /// kh promote --json's decision on the (best) candidate.
+  Json promote(const std::string& candidate, const std::string& workloads, int expect_status,
+               const fs::path& root = test::source_dir()) {
+    const auto r = kh(fmt::format("promote {} {} {} {} --json", candidate, workloads, kGateFlags,
+                                  kReplayFlags),
+                      root);
+    EXPECT_EQ(r.status, expect_status) << r.out << r.err;
+    const Json j = json_of(r);
+    return j.is_array() && !j.empty() ? j.at(0) : Json();
+  }
+
+  test::ScopedTempDir dir_;
+};
+
+TEST_F(GateFlow, PromotesFirstAndFasterCandidatesRejectsSlowerAndWrongOnes) {
+  const fs::path w = workloads_file(kDecode, {0, 1});
+  EXPECT_EQ(retained(kDecode).status, 3);
+
+  // The noise floor: A/A of one candidate; no workload is called a win or a loss.
+  const auto noise = kh(fmt::format("noise {} --workloads {} {} --json", decode("none"), w.string(),
+                                    "--backend cpu --rounds 3 --pairs 4 --trials 1"));
+  ASSERT_EQ(noise.status, 0) << noise.err;
+  const Json floor = json_of(noise);
+  EXPECT_GE(floor.at("minimum_effect").get<double>(), 0.005);
+  EXPECT_EQ(floor.at("timing_method"), "wall");
+  EXPECT_EQ(floor.at("gpu"), "cpu");
+  for (const auto& wg : floor.at("aa").at("workloads")) EXPECT_EQ(wg.at("verdict"), "tie");
+
+  // The first candidate has nothing to beat: correctness and replay decide.
+  Json d = promote(decode("slow"), "--workloads " + w.string(), 0);
+  EXPECT_EQ(d.at("decision"), "promote") << d.dump(2);
+  EXPECT_THAT(d.at("reason").get<std::string>(), HasSubstr("first candidate"));
+
+  // Twice as fast: promoted through every stage, and retained from now on.
+  d = promote(decode("none"), "--workloads " + w.string(), 0);
+  EXPECT_EQ(d.at("decision"), "promote") << d.dump(2);
+  EXPECT_EQ(d.at("replay").at("failures"), 0);
+  const Json r = json_of(retained(kDecode));
+  EXPECT_EQ(r.at("retained").at("candidate"), d.at("candidate"));
+
+  // Twice as slow against the retained one: a loss, rejected.
+  d = promote(decode("slow"), "--workloads " + w.string(), 3);
+  EXPECT_EQ(d.at("decision"), "reject") << d.dump(2);
+  EXPECT_THAT(d.dump(), HasSubstr("loss"));
+
+  // Wrong: rejected on correctness, whatever its speed.
+  d = promote(decode("skip_element"), "--workloads " + w.string(), 3);
+  EXPECT_EQ(d.at("decision"), "reject") << d.dump(2);
+  EXPECT_THAT(d.at("reason").get<std::string>(), HasSubstr("correctness"));
+
+  // The library's source check: the promoted folder is the retained candidate, another is not.
+  const auto source = [&](const std::string& fault) {
+    return test::run_command(fmt::format("env KH_MEMORY_DIR= {} retained {} --source {} --store {}",
+                                         KH_BINARY, kDecode, decode(fault),
+                                         (dir_.path() / "store").string()));
+  };
+  EXPECT_EQ(source("none").status, 0) << source("none").out;
+  const auto stale = source("slow");
+  EXPECT_EQ(stale.status, 3);
+  EXPECT_THAT(stale.out, HasSubstr("not to the retained candidate"));
+
+  // The retained candidate did not change; kh gate against it reports, decides nothing.
+  EXPECT_EQ(json_of(retained(kDecode)).at("retained").at("candidate"),
+            r.at("retained").at("candidate"));
+  const auto gate = kh(fmt::format("gate {} --against retained --workloads {} {} --json",
+                                   decode("slow"), w.string(), kGateFlags));
+  ASSERT_EQ(gate.status, 0) << gate.err;
+  const Json g = json_of(gate);
+  EXPECT_EQ(g.at("overall").at("verdict"), "loss");
+  EXPECT_LT(g.at("overall").at("objective").at("hi").get<double>(), 0.9);
+}
+
+TEST_F(GateFlow, ReplayCatchesATieBugThatThreeTrialsMiss) {
+  const fs::path root = small_topk_dataset();
+  const std::string cand =
+      (test::source_dir() / "tests/candidates/dsa_topk_indexer_cpp").string() +
+      "@FAULT=duplicate_on_ties";
+  // Three realistic trials pass...
+  const auto three = kh(fmt::format("sweep {} --trials 3 --json", cand), root);
+  EXPECT_EQ(three.status, 0) << three.out << three.err;
+  // ...the replay's adversarial ties do not.
+  const Json d = promote(cand, "", 3, root);
+  EXPECT_EQ(d.at("decision"), "reject") << d.dump(2);
+  EXPECT_THAT(d.at("reason").get<std::string>(), HasSubstr("[ties]"));
+  EXPECT_THAT(d.at("reason").get<std::string>(), HasSubstr("duplicate index"));
+}
+
+}  // namespace
+}  // namespace kh
