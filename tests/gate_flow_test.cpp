@@ -70,15 +70,21 @@ class GateFlow : public ::testing::Test {
     EXPECT_FALSE(r.out.empty()) << r.err;
     return r.out.empty() ? Json() : parse_json(r.out, "kh output");
   }
-  /// kh promote --json's decision on the (best) candidate.
-  Json promote(const std::string& candidate, const std::string& workloads, int expect_status,
-               const fs::path& root = test::source_dir()) {
-    const auto r = kh(fmt::format("promote {} {} {} {} --json", candidate, workloads, kGateFlags,
+  /// kh promote --json's decisions, one per candidate.
+  Json promote_all(const std::string& candidates, const std::string& workloads, int expect_status,
+                   const fs::path& root = test::source_dir()) {
+    const auto r = kh(fmt::format("promote {} {} {} {} --json", candidates, workloads, kGateFlags,
                                   kReplayFlags),
                       root);
     EXPECT_EQ(r.status, expect_status) << r.out << r.err;
     const Json j = json_of(r);
-    return j.is_array() && !j.empty() ? j.at(0) : Json();
+    return j.is_array() ? j : Json::array();
+  }
+  /// The decision on a single candidate.
+  Json promote(const std::string& candidate, const std::string& workloads, int expect_status,
+               const fs::path& root = test::source_dir()) {
+    const Json all = promote_all(candidate, workloads, expect_status, root);
+    return all.empty() ? Json() : all.at(0);
   }
 
   test::ScopedTempDir dir_;
@@ -87,6 +93,15 @@ class GateFlow : public ::testing::Test {
 TEST_F(GateFlow, PromotesFirstAndFasterCandidatesRejectsSlowerAndWrongOnes) {
   const fs::path w = workloads_file(kDecode, {0, 1});
   EXPECT_EQ(retained(kDecode).status, 3);
+  // Without a retained candidate a round takes one candidate; bad flags stop before any work.
+  const auto two_first = kh(fmt::format("promote {} {} --workloads {} {}", decode("none"),
+                                        decode("slow"), w.string(), kGateFlags));
+  EXPECT_EQ(two_first.status, 1);
+  EXPECT_THAT(two_first.err, HasSubstr("promote one candidate first"));
+  const auto bad = kh(fmt::format("promote {} --workloads {} --backend cpu --confidence 2",
+                                  decode("none"), w.string()));
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_THAT(bad.err, HasSubstr("--confidence 2"));
 
   // The noise floor: A/A of one candidate; no workload is called a win or a loss.
   const auto noise = kh(fmt::format("noise {} --workloads {} {} --json", decode("none"), w.string(),
@@ -103,10 +118,16 @@ TEST_F(GateFlow, PromotesFirstAndFasterCandidatesRejectsSlowerAndWrongOnes) {
   EXPECT_EQ(d.at("decision"), "promote") << d.dump(2);
   EXPECT_THAT(d.at("reason").get<std::string>(), HasSubstr("first candidate"));
 
-  // Twice as fast: promoted through every stage, and retained from now on.
-  d = promote(decode("none"), "--workloads " + w.string(), 0);
-  EXPECT_EQ(d.at("decision"), "promote") << d.dump(2);
+  // A round of two: the one twice as fast goes through every stage and is promoted (retained
+  // from now on); the other (the retained candidate itself, a tie) is not taken further.
+  const Json round = promote_all(decode("slow") + " " + decode("none"), "--workloads " + w.string(), 0);
+  ASSERT_EQ(round.size(), 2u) << round.dump(2);
+  d = round.at(0).at("decision") == "promote" ? round.at(0) : round.at(1);
+  const Json other = round.at(0).at("decision") == "promote" ? round.at(1) : round.at(0);
+  EXPECT_EQ(d.at("decision"), "promote") << round.dump(2);
   EXPECT_EQ(d.at("replay").at("failures"), 0);
+  EXPECT_EQ(other.at("decision"), "reject") << round.dump(2);
+  EXPECT_THAT(other.at("reason").get<std::string>(), HasSubstr("was promoted in this round"));
   const Json r = json_of(retained(kDecode));
   EXPECT_EQ(r.at("retained").at("candidate"), d.at("candidate"));
 

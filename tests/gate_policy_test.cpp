@@ -164,20 +164,33 @@ TEST(PromotionPolicy, AnUnconfirmedGainIsNotPromoted) {
 
 TEST(PromotionPolicy, ACorrectnessFailureIsRejectedNamingTheGate) {
   PromotionEvidence e = promotable();
-  e.remeasured->both_correct = false;
+  e.remeasured->both_correct = e.remeasured->b_correct = false;
   const DecisionReport d = decide_promotion(e, PromotionRules{});
   EXPECT_EQ(d.decision, Decision::kReject) << d.reason;
-  EXPECT_THAT(d.reason, HasSubstr("re-measured gate saw a correctness failure"));
-  EXPECT_THAT(d.evidence[2], HasSubstr("a correctness failure of A or B"));
+  EXPECT_THAT(d.reason, HasSubstr("re-measured gate saw a failure of B"));
+  EXPECT_THAT(d.evidence[2], HasSubstr("a failure of B"));
 
   // Also when only the representative gate was run and B otherwise wins a regime there.
   PromotionEvidence early;
   early.representative = clear_win();
-  early.representative->both_correct = false;
+  early.representative->both_correct = early.representative->b_correct = false;
   const DecisionReport r = decide_promotion(early, PromotionRules{});
   EXPECT_EQ(r.decision, Decision::kReject) << r.reason;
-  EXPECT_THAT(r.reason, HasSubstr("representative gate saw a correctness failure"));
+  EXPECT_THAT(r.reason, HasSubstr("representative gate saw a failure of B"));
   EXPECT_THAT(r.reason, Not(HasSubstr("archive")));
+}
+
+TEST(PromotionPolicy, AFailureOfTheBaselineAloneDoesNotRejectTheChallenger) {
+  // The retained candidate A fails somewhere (those workloads were left out of the timing): a
+  // challenger that is correct everywhere and faster is still promoted, so a fix can replace it.
+  PromotionEvidence e = promotable();
+  for (auto* g : {&e.representative, &e.full, &e.remeasured}) {
+    (*g)->a_correct = false;
+    (*g)->both_correct = false;
+  }
+  const DecisionReport d = decide_promotion(e, PromotionRules{});
+  EXPECT_EQ(d.decision, Decision::kPromote) << d.reason;
+  EXPECT_THAT(d.evidence[1], HasSubstr("A (the baseline) failed on some workloads"));
 }
 
 TEST(PromotionPolicy, CollapsingRegimeFailsTheRepresentativeGate) {
@@ -196,7 +209,7 @@ TEST(PromotionPolicy, CollapsingRegimeFailsTheRepresentativeGate) {
   EXPECT_FALSE(representative_gate_passes(slower, rules));
 
   PairedGateResult wrong = clear_win();
-  wrong.both_correct = false;
+  wrong.both_correct = wrong.b_correct = false;
   EXPECT_FALSE(representative_gate_passes(wrong, rules));
 
   // The flow stops there; the decision says why.

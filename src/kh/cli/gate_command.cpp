@@ -48,7 +48,7 @@ void run(Options& o) {
       fail("definition {} has no retained candidate yet: kh promote a first one, or gate against "
            "a candidate (--against FOLDER)",
            def.name);
-    a = rebuild_stored_candidate(*store, *store->candidate(retained->candidate), o.g.e.cache);
+    a = rebuild_stored_candidate(*store, retained->candidate, o.g.e.cache).resolved;
   } else {
     a = resolve_candidate_arg(o.against, {}, def.name, o.g.e.cache);
   }

@@ -28,7 +28,8 @@ void add_gate_cli_options(CLI::App* cmd, GateCliOptions& o) {
       ->capture_default_str();
   cmd->add_option("--min-effect", o.min_effect,
                   "smallest relative change called a win or loss (default: from the stored noise "
-                  "floor of this definition, GPU and timer; else 0.01)");
+                  "floor of this definition, GPU and timer; else 0.01)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--confidence", o.confidence, "interval level")->capture_default_str();
   cmd->add_option("--alpha", o.family_alpha, "family-wise error rate (Holm)")
       ->capture_default_str();
@@ -36,7 +37,26 @@ void add_gate_cli_options(CLI::App* cmd, GateCliOptions& o) {
                   "seed of the randomised workload and A/B order (default: drawn fresh)");
 }
 
+namespace {
+
+/// Every flag checked before anything is measured, naming the flag: a bad --confidence found by
+/// the statistics after an hour of gates would waste the hour.
+void check_gate_flags(const GateCliOptions& o) {
+  if (o.rounds < 2)
+    fail("--rounds {}: at least 2 (drift between rounds is part of the interval)", o.rounds);
+  if (o.pairs < 1) fail("--pairs {}: at least 1", o.pairs);
+  if (o.gate_warmup < 0) fail("--gate-warmup {}: expected >= 0", o.gate_warmup);
+  if (!(o.confidence > 0 && o.confidence < 1))
+    fail("--confidence {}: expected a level strictly between 0 and 1", o.confidence);
+  if (!(o.family_alpha > 0 && o.family_alpha < 1))
+    fail("--alpha {}: expected a level strictly between 0 and 1", o.family_alpha);
+  if (o.min_effect >= 1) fail("--min-effect {}: expected a fraction below 1", o.min_effect);
+}
+
+}  // namespace
+
 GateSetup resolve_gate_setup(GateCliOptions& o, const Definition& def, const ArtifactStore& store) {
+  check_gate_flags(o);
   GateSetup s;
   const bool cuda = o.e.eval.backend == "cuda";
   if (o.e.timing.empty()) o.e.timing = cuda ? "cupti" : "wall";
@@ -77,9 +97,15 @@ GateSide gate_side(const ResolvedCandidate& c) {
   return {c.candidate.name, c.build.library, c.candidate.entry.symbol};
 }
 
-ResolvedCandidate rebuild_stored_candidate(const ArtifactStore& store, const CandidateRecord& c,
-                                           const std::filesystem::path& cache) {
-  if (is_builtin_candidate(c.name)) return resolve_candidate_arg(c.name, {}, c.definition, cache);
+StoredCandidate rebuild_stored_candidate(ArtifactStore& store, const std::string& hash,
+                                         const std::filesystem::path& cache) {
+  const auto found = store.candidate(hash);
+  if (!found)
+    fail("{}: the store has no candidate {} (a decision names it; was its bundle imported?)",
+         store.location().database().string(), hash);
+  const CandidateRecord& c = *found;
+  if (is_builtin_candidate(c.name))
+    return {c, resolve_candidate_arg(c.name, {}, c.definition, cache)};
   if (c.manifest_blob.empty())
     fail("stored candidate {} ({}) has no manifest to rebuild it from", c.name, c.hash);
   const auto dir = store.location().dir / "candidates" / c.hash;
@@ -93,7 +119,12 @@ ResolvedCandidate rebuild_stored_candidate(const ArtifactStore& store, const Can
   std::vector<std::string> params;
   for (const auto& [name, value] : c.params) params.push_back(name + "=" + value);
   ResolvedCandidate r = resolve_candidate_arg(dir.string(), params, c.definition, cache);
-  return r;
+  if (const std::string rebuilt = record_candidate(store, r.candidate, r.params).hash;
+      rebuilt != c.hash)
+    fail("stored candidate {} ({}) rebuilt from the store hashes to {}: its stored sources are "
+         "incomplete or changed",
+         c.name, c.hash, rebuilt);
+  return {c, std::move(r)};
 }
 
 std::map<std::string, double> stored_latencies(const ArtifactStore& store, const CandidateRecord& c,

@@ -51,11 +51,15 @@ GateSetup resolve_gate_setup(GateCliOptions& o, const Definition& def, const Art
 /// A resolved, built candidate as a gate side; an error naming it when it did not build.
 GateSide gate_side(const ResolvedCandidate& c);
 
-/// A stored candidate rebuilt from its stored manifest and sources (written under
-/// <store dir>/candidates/<hash>/), or the builtin it names. Its hash is checked to be the stored
-/// one, so the retained candidate that is gated against is exactly the one that was promoted.
-ResolvedCandidate rebuild_stored_candidate(const ArtifactStore& store, const CandidateRecord& c,
-                                           const std::filesystem::path& cache);
+/// A stored candidate (by hash) rebuilt from its stored manifest and sources (written under
+/// <store dir>/candidates/<hash>/), or the builtin it names. The rebuilt folder's hash is checked
+/// to be the stored one, so the retained candidate gated against is exactly the promoted one.
+struct StoredCandidate {
+  CandidateRecord record;
+  ResolvedCandidate resolved;
+};
+StoredCandidate rebuild_stored_candidate(ArtifactStore& store, const std::string& hash,
+                                         const std::filesystem::path& cache);
 
 /// Which workloads a gate measures: "all", "representative" (from the regimes and the latencies
 /// of `baseline` stored for this timing method) or a JSONL file of workloads of `def`.

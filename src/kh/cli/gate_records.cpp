@@ -42,17 +42,20 @@ GateRecord store_gate(ArtifactStore& store, const Definition& def, const std::st
   g.result = paired_gate_json(result);
   g.result["failures"] = run.failures;
   g.samples = paired_samples_json(run.samples);
-  g.options = {{"rounds", setup.run.rounds},
-               {"pairs_per_round", setup.run.pairs_per_round},
-               {"warmup", setup.run.warmup},
-               {"order_seed", setup.run.order_seed},
-               {"first_input_trial", setup.run.first_input_trial},
-               {"correctness_trials", setup.run.eval.trials},
-               {"seed", setup.run.eval.seed},
-               {"backend", setup.run.eval.backend},
+  // The options the run actually used (a promotion stage derives its own seeds and inputs).
+  const PairedRunOptions& o = run.options;
+  g.options = {{"rounds", o.rounds},
+               {"pairs_per_round", o.pairs_per_round},
+               {"warmup", o.warmup},
+               {"order_seed", o.order_seed},
+               {"first_input_trial", o.first_input_trial},
+               {"correctness_trials", o.eval.trials},
+               {"seed", o.eval.seed},
+               {"backend", o.eval.backend},
                {"confidence", setup.statistics.confidence},
                {"family_alpha", setup.statistics.family_alpha},
                {"resamples", setup.statistics.resamples},
+               {"statistics_seed", setup.statistics.seed},
                {"min_effect_source", setup.min_effect_source}};
   g.created_at = utc_timestamp();
   g.id = store.put_gate(g);

@@ -1,5 +1,6 @@
 // `kh noise CAND`: the noise floor of this GPU and timer for a definition: the candidate gated
-// against itself (A/A: the same library loaded twice in one worker, interleaved as a real gate).
+// against itself (A/A: the library loaded in both slots of one worker, interleaved as a real
+// gate).
 // Per-workload and distribution-level spreads are stored; later gates on this definition, GPU
 // and timer take their minimum effect from the newest floor.
 #include <unistd.h>
@@ -36,8 +37,10 @@ void run(Options& o) {
   const Dataset ds = Dataset::open(o.g.e.eval.root);
   const Definition def = ds.definition(c.candidate.definition);
   // An A/A gate judges against no minimum effect of its own: the spread is what it measures.
-  if (o.g.min_effect < 0) o.g.min_effect = kMinimumEffectFloor;
+  const bool own_min_effect = o.g.min_effect < 0;
+  if (own_min_effect) o.g.min_effect = kMinimumEffectFloor;
   GateSetup setup = resolve_gate_setup(o.g, def, *store);
+  if (own_min_effect) setup.min_effect_source = "A/A: the smallest minimum effect (kMinimumEffectFloor)";
   setup.run.same_candidate = true;
   const std::vector<Workload> workloads =
       gate_workloads(o.workloads, ds, def, *store, record, setup.method);

@@ -1,12 +1,16 @@
 // `kh promote CAND...`: the promotion flow (gate/promotion_flow.h) against the definition's
 // retained candidate, ending in exactly one stored decision per candidate: promote (it becomes
 // the retained candidate), archive (a regime-local win kept for dispatch) or reject. With several
-// candidates, each is gated on the representative set, the best one (largest representative
-// estimate among those that pass it) goes through the whole flow, and the others are decided on
-// their representative evidence (archive or reject). Every gate and decision is stored as it is
-// made. Exit status 0 when the (best) candidate was promoted, 3 otherwise.
+// candidates, each is gated on the representative set; those that pass go through the whole flow
+// in order of their representative estimate until one is promoted, and the rest are decided on
+// their representative evidence (not taken further once one was promoted). A definition without
+// a retained candidate takes one candidate: its first is judged on correctness and the replay.
+// Every gate and decision is stored as it is made. Exit status 0 when a candidate was promoted,
+// 3 otherwise.
 #include <unistd.h>
 
+#include <algorithm>
+#include <numeric>
 #include <iostream>
 #include <random>
 
@@ -39,152 +43,158 @@ struct Options {
   GateCliOptions g;
 };
 
+void check_promote_flags(const Options& o) {
+  if (!(o.regime_tolerance >= 0 && o.regime_tolerance < 1))
+    fail("--regime-tolerance {}: expected a fraction in [0, 1)", o.regime_tolerance);
+  if (o.replay_trials < 1) fail("--replay-trials {}: at least 1", o.replay_trials);
+  if (o.adversarial_trials < 0) fail("--adversarial-trials {}: expected >= 0", o.adversarial_trials);
+}
+
 struct Contender {
   ResolvedCandidate resolved;
   CandidateRecord record;
+  std::optional<PairedGateResult> representative;
 };
-
-Json replay_json(const ReplayResult& r) {
-  Json runs = Json::array();
-  for (const auto& x : r.runs)
-    if (!x.passed)
-      runs.push_back({{"workload", x.workload}, {"variant", x.variant}, {"trials", x.trials},
-                      {"status", x.status}, {"message", x.message}});
-  return {{"seed", r.seed},           {"trials", r.trials},
-          {"adversarial_trials", r.adversarial_trials},
-          {"variants", r.variants},   {"runs", r.runs.size()},
-          {"failures", r.failures()}, {"failing_runs", runs}};
-}
 
 class Promotion {
  public:
-  Promotion(Options& o) : o_(o), store_(open_store(o.store)), ds_(Dataset::open(o.g.e.eval.root)) {}
+  explicit Promotion(Options& o)
+      : o_(o), store_(open_store(o.store)), ds_(Dataset::open(o.g.e.eval.root)) {}
 
   void run() {
+    check_promote_flags(o_);
     std::vector<Contender> contenders;
     for (const auto& arg : o_.candidates) {
       Contender c;
       c.resolved = resolve_candidate_arg(arg, o_.g.e.params, o_.definition, o_.g.e.cache);
       if (o_.definition.empty()) o_.definition = c.resolved.candidate.definition;
       c.record = candidate_record(*store_, c.resolved);
+      gate_side(c.resolved);  // a candidate that did not build stops the round before any gate
       contenders.push_back(std::move(c));
     }
     def_ = ds_.definition(o_.definition);
     setup_ = resolve_gate_setup(o_.g, def_, *store_);
-
-    PromotionRequest request;
-    request.definition = def_;
-    request.workloads = select_workloads(ds_, def_, o_.workloads_file);
-    request.run = setup_.run;
-    request.statistics = setup_.statistics;
-    request.objective = setup_.objective;
-    request.rules.min_effect = setup_.statistics.min_effect;
-    request.rules.regime_tolerance = o_.regime_tolerance;
-    request.rules.replay_trials = o_.replay_trials;
-    request.replay.eval = setup_.run.eval;
-    request.replay.trials = o_.replay_trials;
-    request.replay.adversarial_trials = o_.adversarial_trials;
-    request.replay.seed = o_.replay_seed ? o_.replay_seed : (std::random_device{}() | 1ull);
+    request_ = make_request();
 
     if (const auto retained = store_->retained(def_.name)) {
-      against_ = *store_->candidate(retained->candidate);
-      retained_ = rebuild_stored_candidate(*store_, against_, o_.g.e.cache);
-      request.retained = gate_side(retained_);
-      request.retained_latency = stored_latencies(*store_, against_, setup_.method);
+      const StoredCandidate stored =
+          rebuild_stored_candidate(*store_, retained->candidate, o_.g.e.cache);
+      against_ = stored.record;
+      request_.retained = gate_side(stored.resolved);
+      request_.retained_latency = stored_latencies(*store_, against_, setup_.method);
       say(fmt::format("kh promote: against retained {} ({}), {} timer on {}, minimum effect {:g} "
-                      "({}), replay seed {}",
+                      "({}), order seed {}, replay seed {}",
                       against_.name, against_.hash.substr(0, 12), setup_.method, setup_.gpu,
-                      setup_.statistics.min_effect, setup_.min_effect_source, request.replay.seed));
+                      setup_.statistics.min_effect, setup_.min_effect_source,
+                      setup_.run.order_seed, request_.replay.seed));
     } else {
+      if (contenders.size() > 1)
+        fail("{} has no retained candidate yet: promote one candidate first (kh promote CAND), "
+             "then gate the others against it",
+             def_.name);
       say(fmt::format("kh promote: {} has no retained candidate: the first is judged on "
                       "correctness and the replay alone (replay seed {})",
-                      def_.name, request.replay.seed));
+                      def_.name, request_.replay.seed));
     }
 
-    std::size_t best = 0;
-    if (contenders.size() > 1) best = pick_best(contenders, request);
     Json decisions = Json::array();
-    for (std::size_t i = 0; i < contenders.size(); ++i) {
-      if (i == best) continue;
-      decisions.push_back(record_decision(contenders[i], losers_.at(i), {}));
+    std::vector<std::size_t> order(contenders.size());
+    std::iota(order.begin(), order.end(), 0);
+    if (request_.retained && contenders.size() > 1) {
+      for (auto& c : contenders) c.representative = representative_gate(c);
+      // Those that pass go on, best representative estimate first; the others are decided now.
+      std::vector<std::size_t> passing;
+      for (std::size_t i = 0; i < contenders.size(); ++i) {
+        if (representative_gate_passes(*contenders[i].representative, request_.rules)) {
+          passing.push_back(i);
+        } else {
+          PromotionEvidence e;
+          e.representative = contenders[i].representative;
+          decisions.push_back(record(contenders[i], decide_promotion(e, request_.rules), Json()));
+        }
+      }
+      std::stable_sort(passing.begin(), passing.end(), [&](std::size_t a, std::size_t b) {
+        return contenders[a].representative->overall.objective.estimate >
+               contenders[b].representative->overall.objective.estimate;
+      });
+      order = passing;
     }
-    request.candidate = gate_side(contenders[best].resolved);
-    if (auto it = losers_.find(best); it != losers_.end() && it->second.representative)
-      request.representative = it->second.representative;
-    ProgressLine progress(isatty(STDERR_FILENO), o_.json && isatty(STDERR_FILENO));
-    const PromotionOutcome out = run_promotion(
-        request,
-        [&](const PromotionStage& s) {
-          if (s.run) store_gate(*store_, def_, against_.hash, contenders[best].record.hash, s.name,
-                                setup_, *s.run, *s.result);
-          progress.clear();
-          say(fmt::format("  {} done", s.name));
-        },
-        [&](const std::string& phase, int done, int total) {
-          progress.show(phase, fmt::format("{} {}/{}", phase, done, total));
-        });
-    progress.clear();
-    if (out.replay) replay_ = replay_json(*out.replay);
-    Json best_decision = record_decision(contenders[best], out.evidence, out.decision);
-    decisions.insert(decisions.begin(), best_decision);
+
+    std::optional<std::string> promoted;
+    for (std::size_t i : order) {
+      Contender& c = contenders[i];
+      if (promoted) {
+        PromotionEvidence e;
+        e.representative = c.representative;
+        DecisionReport d = decide_promotion(e, request_.rules);
+        if (d.decision == Decision::kReject) {
+          d.reason = fmt::format("reject: not taken further, {} was promoted in this round", *promoted);
+        } else {
+          d.reason += fmt::format(" ({} was promoted in this round)", *promoted);
+        }
+        decisions.push_back(record(c, d, Json()));
+        continue;
+      }
+      const PromotionOutcome out = promote_one(c);
+      decisions.push_back(
+          record(c, out.decision, out.replay ? replay_json(*out.replay) : Json()));
+      if (out.decision.decision == Decision::kPromote) promoted = c.resolved.candidate.name;
+    }
     if (o_.json) std::cout << decisions.dump(2) << "\n";
-    if (out.decision.decision != Decision::kPromote) set_exit_code(kExitNotPromoted);
+    if (!promoted) set_exit_code(kExitNotPromoted);
   }
 
  private:
   // Context and stage lines go to stderr, also with --json (stdout then holds only the JSON).
   static void say(const std::string& line) { std::cerr << line << "\n"; }
 
-  // Representative gates of every contender; returns the best one's index. The others keep their
-  // evidence in losers_ for their own decision.
-  std::size_t pick_best(const std::vector<Contender>& contenders, const PromotionRequest& base) {
-    if (!base.retained) {
-      // Nothing to gate against: the first candidate is the first that is named.
-      for (std::size_t i = 1; i < contenders.size(); ++i) losers_[i] = {};
-      return 0;
-    }
-    std::optional<std::size_t> best;
-    double best_estimate = 0;
-    for (std::size_t i = 0; i < contenders.size(); ++i) {
-      PromotionRequest r = base;
-      r.candidate = gate_side(contenders[i].resolved);
-      PromotionEvidence e;
-      e.representative = representative_gate(r, contenders[i]);
-      const double est = e.representative->overall.objective.estimate;
-      if (representative_gate_passes(*e.representative, r.rules) && (!best || est > best_estimate)) {
-        best = i;
-        best_estimate = est;
-      }
-      losers_[i] = std::move(e);
-    }
-    return best.value_or(0);
+  PromotionRequest make_request() const {
+    PromotionRequest r;
+    r.definition = def_;
+    r.workloads = select_workloads(ds_, def_, o_.workloads_file);
+    r.run = setup_.run;
+    r.statistics = setup_.statistics;
+    r.objective = setup_.objective;
+    r.rules.min_effect = setup_.statistics.min_effect;
+    r.rules.regime_tolerance = o_.regime_tolerance;
+    r.rules.replay_trials = o_.replay_trials;
+    r.replay.eval = setup_.run.eval;
+    r.replay.trials = o_.replay_trials;
+    r.replay.adversarial_trials = o_.adversarial_trials;
+    r.replay.seed = o_.replay_seed ? o_.replay_seed : (std::random_device{}() | 1ull);
+    return r;
   }
 
-  PairedGateResult representative_gate(const PromotionRequest& r, const Contender& c) {
-    const RepresentativeSet rep = select_representatives(
-        partition_regimes(def_, r.workloads), r.workloads, r.retained_latency);
-    std::vector<Workload> ws;
-    for (const auto& id : rep.workloads)
-      for (const auto& w : r.workloads)
-        if (w.uuid == id) ws.push_back(w);
-    std::vector<WorkloadGroup> groups;
-    for (const auto& g : rep.groups) groups.push_back(g.group);
-    say(fmt::format("  representative gate of {} on {} workloads", c.resolved.candidate.name,
-                    ws.size()));
-    const PairedRun run = run_paired(def_, ws, *r.retained, r.candidate, r.run);
-    const PairedGateResult result = judge_run(run, groups, r.objective, r.statistics);
-    store_gate(*store_, def_, against_.hash, c.record.hash, "representative", setup_, run, result);
-    return result;
+  PromotionStageFn store_stages(const Contender& c) {
+    return [this, &c](const PromotionStage& s) {
+      if (s.run)
+        store_gate(*store_, def_, against_.hash, c.record.hash, s.name, setup_, *s.run, *s.result);
+      progress_.clear();
+      say(fmt::format("  {}: {} done", c.resolved.candidate.name, s.name));
+    };
+  }
+  PromotionProgressFn show_progress() {
+    return [this](const std::string& phase, int done, int total) {
+      progress_.show(phase, fmt::format("{} {}/{}", phase, done, total));
+    };
   }
 
-  Json record_decision(const Contender& c, const PromotionEvidence& e,
-                       std::optional<DecisionReport> report) {
-    DecisionReport d = report ? *report : decide_promotion(e, PromotionRules{setup_.statistics.min_effect, o_.regime_tolerance, o_.replay_trials});
-    if (!report) d.reason += " (not the round's best candidate)";
-    if (!report && d.decision == Decision::kPromote) {
-      d.decision = Decision::kArchive;
-      d.reason = "archive: a win, but not the round's best candidate";
-    }
+  PairedGateResult representative_gate(const Contender& c) {
+    PromotionRequest r = request_;
+    r.candidate = gate_side(c.resolved);
+    return run_representative_gate(r, store_stages(c), show_progress());
+  }
+
+  PromotionOutcome promote_one(const Contender& c) {
+    PromotionRequest r = request_;
+    r.candidate = gate_side(c.resolved);
+    r.representative = c.representative;
+    PromotionOutcome out = run_promotion(r, store_stages(c), show_progress());
+    progress_.clear();
+    return out;
+  }
+
+  Json record(const Contender& c, const DecisionReport& d, const Json& replay) {
     DecisionRecord r;
     r.definition = def_.name;
     r.candidate = c.record.hash;
@@ -192,11 +202,12 @@ class Promotion {
     r.decision = std::string(decision_name(d.decision));
     r.reason = d.reason;
     r.evidence = decision_evidence_json(d);
-    if (report && !replay_.is_null()) r.evidence["replay"] = replay_;
+    if (!replay.is_null()) r.evidence["replay"] = replay;
     r.evidence["min_effect"] = setup_.statistics.min_effect;
     r.evidence["min_effect_source"] = setup_.min_effect_source;
     r.evidence["gpu"] = setup_.gpu;
     r.evidence["timing_method"] = setup_.method;
+    r.evidence["order_seed"] = setup_.run.order_seed;
     r.created_at = utc_timestamp();
     r.id = store_->put_decision(r);
     if (!o_.json) {
@@ -216,10 +227,9 @@ class Promotion {
   Dataset ds_;
   Definition def_;
   GateSetup setup_;
+  PromotionRequest request_;
   CandidateRecord against_;  // empty hash when there is no retained candidate
-  ResolvedCandidate retained_;
-  std::map<std::size_t, PromotionEvidence> losers_;
-  Json replay_;
+  ProgressLine progress_{isatty(STDERR_FILENO) != 0, o_.json && isatty(STDERR_FILENO)};
 };
 
 }  // namespace

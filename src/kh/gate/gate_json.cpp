@@ -74,7 +74,9 @@ Json paired_gate_json(const PairedGateResult& r) {
           {"overall", group_json(r.overall)},
           {"groups", groups},
           {"workloads", workloads},
-          {"both_correct", r.both_correct}};
+          {"both_correct", r.both_correct},
+          {"a_correct", r.a_correct},
+          {"b_correct", r.b_correct}};
 }
 
 PairedGateResult paired_gate_from_json(const Json& j) {
@@ -96,6 +98,8 @@ PairedGateResult paired_gate_from_json(const Json& j) {
     r.workloads.push_back(std::move(g));
   }
   r.both_correct = c.at("both_correct").as_bool();
+  r.a_correct = c.find("a_correct") ? c.at("a_correct").as_bool() : r.both_correct;
+  r.b_correct = c.find("b_correct") ? c.at("b_correct").as_bool() : r.both_correct;
   return r;
 }
 

@@ -60,6 +60,7 @@ PairedRun run_paired(const Definition& def, const std::vector<Workload>& workloa
   if (o.warmup < 0) fail("paired gate: warmup {} is negative", o.warmup);
 
   PairedRun run;
+  run.options = o;
   run.a_verdicts = check_all(def, workloads, a, o, "correctness of A", progress);
   run.b_verdicts = o.same_candidate
                        ? run.a_verdicts
@@ -99,8 +100,8 @@ PairedRun run_paired(const Definition& def, const std::vector<Workload>& workloa
                                                       o.method, o.warmup, calls);
       if (progress) progress({"timing", done, total, workloads[w].uuid});
       if (!t.error.empty()) {
-        // The timer cannot tell whose call failed: the workload leaves the gate as a failure of
-        // the pair, and the gate is not both_correct.
+        // The timer cannot tell whose call failed: the workload leaves the gate, counted against
+        // B (the challenger must time cleanly beside the retained candidate to be promoted).
         lost.insert(w);
         run.samples[w].rounds.clear();
         run.samples[w].b_correct = false;
@@ -125,9 +126,10 @@ PairedGateResult judge_run(const PairedRun& run, const std::vector<WorkloadGroup
                            GateObjective objective, const GateStatistics& stats) {
   std::vector<WorkloadSamples> timed;
   std::set<std::string> timed_ids;
-  bool all_correct = true;
+  bool a_correct = true, b_correct = true;
   for (const WorkloadSamples& s : run.samples) {
-    all_correct = all_correct && s.a_correct && s.b_correct;
+    a_correct = a_correct && s.a_correct;
+    b_correct = b_correct && s.b_correct;
     if (s.a_correct && s.b_correct && !s.rounds.empty()) {
       timed.push_back(s);
       timed_ids.insert(s.workload);
@@ -136,7 +138,9 @@ PairedGateResult judge_run(const PairedRun& run, const std::vector<WorkloadGroup
   if (timed.empty()) {
     PairedGateResult empty;
     empty.objective = objective;
-    empty.both_correct = false;
+    empty.a_correct = a_correct;
+    empty.b_correct = b_correct;
+    empty.both_correct = false;  // nothing was judged
     return empty;
   }
   std::vector<WorkloadGroup> kept;
@@ -147,7 +151,9 @@ PairedGateResult judge_run(const PairedRun& run, const std::vector<WorkloadGroup
     if (!k.workloads.empty()) kept.push_back(std::move(k));
   }
   PairedGateResult r = judge_paired(timed, kept, objective, stats);
-  r.both_correct = r.both_correct && all_correct;
+  r.a_correct = a_correct;
+  r.b_correct = b_correct;
+  r.both_correct = a_correct && b_correct;
   return r;
 }
 

@@ -54,6 +54,7 @@ struct PairedRun {
   std::vector<WorkloadVerdict> a_verdicts, b_verdicts;  // correctness, per workload
   std::vector<std::string> failures;  // "B on <uuid>: INCORRECT_NUMERICAL: message", in order
   Json environment;                   // of the timing worker, or null
+  PairedRunOptions options;           // as run (seeds and input trials, to reproduce it)
 };
 
 PairedRun run_paired(const Definition& def, const std::vector<Workload>& workloads,
@@ -61,8 +62,8 @@ PairedRun run_paired(const Definition& def, const std::vector<Workload>& workloa
                      const PairedRunProgressFn& progress = {});
 
 /// Judges a run: the workloads that were timed, groups restricted to them (a group left empty is
-/// dropped); both_correct is false when any workload failed. A run with no timed workload gives
-/// an empty result (overall estimate 1) that is not both_correct.
+/// dropped); a_correct / b_correct are false when that side failed on any workload. A run with no
+/// timed workload gives an empty result (overall estimate 1).
 PairedGateResult judge_run(const PairedRun& run, const std::vector<WorkloadGroup>& groups,
                            GateObjective objective, const GateStatistics& stats);
 

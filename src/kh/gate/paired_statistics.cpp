@@ -386,7 +386,9 @@ PairedGateResult judge_paired(const std::vector<WorkloadSamples>& samples,
   std::vector<double> p_win, p_loss;
   for (std::size_t w = 0; w < samples.size(); ++w) {
     const WorkloadSamples& s = samples[w];
-    result.both_correct = result.both_correct && s.a_correct && s.b_correct;
+    result.a_correct = result.a_correct && s.a_correct;
+    result.b_correct = result.b_correct && s.b_correct;
+    result.both_correct = result.a_correct && result.b_correct;
     const WorkloadDraws d =
         bootstrap_workload(rank_rounds(s), resamples, workload_seed(stats.seed, w));
     std::vector<double> log_rep(d.log_latency_a_rep.size());

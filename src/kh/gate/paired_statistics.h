@@ -59,7 +59,9 @@ struct PairedGateResult {
   std::vector<WorkloadGate> workloads;
   std::vector<GroupGate> groups;  // the named groups given, in order
   GroupGate overall;              // every workload
-  bool both_correct = true;       // every workload correct for A and for B
+  bool both_correct = true;       // every workload correct for A and for B (a_correct && b_correct)
+  bool a_correct = true;          // every workload correct for A (the baseline)
+  bool b_correct = true;          // every workload correct for B (the challenger)
 };
 
 struct WorkloadGroup {

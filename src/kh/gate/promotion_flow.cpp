@@ -35,30 +35,38 @@ class Flow {
   PromotionOutcome run() {
     if (!r_.retained) return first_candidate();
     PromotionOutcome out;
-    const RegimePartition partition = partition_regimes(r_.definition, r_.workloads);
-    out.representatives =
-        select_representatives(partition, r_.workloads, r_.retained_latency);
-    std::vector<WorkloadGroup> groups;
-    for (const auto& g : out.representatives->groups) groups.push_back(g.group);
-
+    out.representatives = representatives();
+    const std::vector<WorkloadGroup> groups = groups_of(*out.representatives);
     PromotionEvidence& e = out.evidence;
-    e.representative =
-        r_.representative ? *r_.representative
-                          : gate("representative",
-                                 subset(r_.workloads, out.representatives->workloads), groups, 1, 0);
+    e.representative = r_.representative ? *r_.representative : representative_gate();
     if (!representative_gate_passes(*e.representative, r_.rules))
       return decide(std::move(out));
     e.full = gate("full", r_.workloads, groups, 2, r_.run.rounds);
     // Re-measure on fresh samples only what might be promoted: a full-gate loss or tie is final.
-    if (e.full->both_correct && e.full->overall.verdict == Verdict::kWin)
+    if (e.full->b_correct && e.full->overall.verdict == Verdict::kWin)
       e.remeasured = gate("remeasured", r_.workloads, groups, 3, 2 * r_.run.rounds);
-    const bool gain = e.remeasured && e.remeasured->both_correct &&
+    const bool gain = e.remeasured && e.remeasured->b_correct &&
                       e.remeasured->overall.verdict == Verdict::kWin;
     if (gain) replay(out);
     return decide(std::move(out));
   }
 
+  PairedGateResult representative_gate() {
+    const RepresentativeSet rep = representatives();
+    return gate("representative", subset(r_.workloads, rep.workloads), groups_of(rep), 1, 0);
+  }
+
  private:
+  RepresentativeSet representatives() const {
+    return select_representatives(partition_regimes(r_.definition, r_.workloads), r_.workloads,
+                                  r_.retained_latency);
+  }
+  static std::vector<WorkloadGroup> groups_of(const RepresentativeSet& rep) {
+    std::vector<WorkloadGroup> groups;
+    for (const auto& g : rep.groups) groups.push_back(g.group);
+    return groups;
+  }
+
   PairedGateResult gate(const std::string& name, const std::vector<Workload>& workloads,
                         const std::vector<WorkloadGroup>& groups, std::uint64_t stage,
                         int first_input_trial) {
@@ -120,7 +128,7 @@ class Flow {
   const PromotionRequest& r_;
   const PromotionStageFn& on_stage_;
   const PromotionProgressFn& progress_;
-  std::vector<PairedRun> runs_;  // kept for the stage callbacks' pointers
+  std::vector<PairedRun> runs_;  // the stages' runs (a callback's pointer is valid during it)
 };
 
 }  // namespace
@@ -129,6 +137,13 @@ PromotionOutcome run_promotion(const PromotionRequest& request, const PromotionS
                                const PromotionProgressFn& progress) {
   if (request.workloads.empty()) fail("promotion of {}: no workloads", request.candidate.label);
   return Flow(request, on_stage, progress).run();
+}
+
+PairedGateResult run_representative_gate(const PromotionRequest& request,
+                                         const PromotionStageFn& on_stage,
+                                         const PromotionProgressFn& progress) {
+  if (!request.retained) fail("a representative gate needs a retained candidate to gate against");
+  return Flow(request, on_stage, progress).representative_gate();
 }
 
 }  // namespace kh

@@ -34,7 +34,8 @@ struct PromotionRequest {
   std::optional<PairedGateResult> representative;
 };
 
-/// A finished stage: "representative", "full", "remeasured" (gates) or "correctness".
+/// A finished stage: "representative", "full", "remeasured" (gates) or "correctness". The
+/// pointers are valid during the callback only.
 struct PromotionStage {
   std::string name;
   std::vector<std::string> workloads;  // uuids the stage covered
@@ -55,5 +56,12 @@ struct PromotionOutcome {
 PromotionOutcome run_promotion(const PromotionRequest& request,
                                const PromotionStageFn& on_stage = {},
                                const PromotionProgressFn& progress = {});
+
+/// The representative stage alone, exactly as run_promotion runs it (same workloads, groups and
+/// seeds): with several candidates in a round, each is gated here first and the best goes on
+/// (its result passed back as request.representative). Needs request.retained.
+PairedGateResult run_representative_gate(const PromotionRequest& request,
+                                         const PromotionStageFn& on_stage = {},
+                                         const PromotionProgressFn& progress = {});
 
 }  // namespace kh

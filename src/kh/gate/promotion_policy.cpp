@@ -58,7 +58,9 @@ std::string evidence_line(const NamedGate& g) {
       "groups: {}; {}",
       g.key, interval_text(r.overall.objective), verdict_name(r.overall.verdict),
       r.workloads.size(), wins, ties, losses, groups.empty() ? "none" : groups,
-      r.both_correct ? "A and B correct" : "a correctness failure of A or B");
+      !r.b_correct   ? "a failure of B (correctness, or its paired timing)"
+      : !r.a_correct ? "B correct; A (the baseline) failed on some workloads, which were left out"
+                     : "A and B correct");
 }
 
 bool replay_reached(const PromotionEvidence& e) {
@@ -161,10 +163,10 @@ DecisionReport decide_promotion(const PromotionEvidence& evidence, const Promoti
 
   // 1. Correctness first: a speed gain never buys back a wrong result.
   for (const NamedGate& g : gates)
-    if (!g.gate->both_correct)
+    if (!g.gate->b_correct)
       return decided(std::move(report), Decision::kReject,
-                     fmt::format("{} saw a correctness failure (A or B failed on some workload), "
-                                 "so B cannot be judged on speed",
+                     fmt::format("{} saw a failure of B on some workload (a correctness failure, "
+                                 "or its paired timing failed), so B cannot be judged on speed",
                                  g.name));
   if (replayed && evidence.replay_failures > 0)
     return decided(
@@ -255,7 +257,7 @@ DecisionReport decide_first_candidate(const FirstCandidateEvidence& evidence,
 bool representative_gate_passes(const PairedGateResult& representative,
                                 const PromotionRules& rules) {
   // A correctness failure decides the candidate already; measuring it everywhere is wasted time.
-  if (!representative.both_correct) return false;
+  if (!representative.b_correct) return false;
   for (const GroupGate& g : representative.groups)
     if (g.verdict == Verdict::kLoss) return false;
   return representative.overall.objective.estimate >= 1 - rules.regime_tolerance;

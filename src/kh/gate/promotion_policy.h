@@ -39,7 +39,8 @@ struct DecisionReport {
 };
 
 /// Applies the rules, in order:
-///  1. reject when any gate saw a correctness failure of B, or the replay ran fewer trials than
+///  1. reject when any gate saw a failure of B (a correctness failure, or its paired timing
+///     failed; a failure of A alone only leaves those workloads out), or the replay ran fewer trials than
 ///     rules.replay_trials (when the flow reached it) or had any failure;
 ///  2. promote when the full and re-measured gates both call the overall objective a win (interval
 ///     above 1 + min_effect after Holm) and no group of either has an estimate below

@@ -24,6 +24,24 @@ std::string ReplayResult::first_failure() const {
   return "";
 }
 
+Json replay_json(const ReplayResult& r) {
+  Json failing = Json::array();
+  for (const ReplayRun& x : r.runs)
+    if (!x.passed)
+      failing.push_back({{"workload", x.workload},
+                         {"variant", x.variant},
+                         {"trials", x.trials},
+                         {"status", x.status},
+                         {"message", x.message}});
+  return {{"seed", r.seed},
+          {"trials", r.trials},
+          {"adversarial_trials", r.adversarial_trials},
+          {"variants", r.variants},
+          {"runs", r.runs.size()},
+          {"failures", r.failures()},
+          {"failing_runs", failing}};
+}
+
 int ReplayResult::min_realistic_trials() const {
   int fewest = std::numeric_limits<int>::max();
   for (const ReplayRun& r : runs)
@@ -52,6 +70,8 @@ ReplayResult run_replay(const Definition& def, const std::vector<Workload>& work
   for (const auto& [variant, trials] : passes) {
     EvalOptions eval = o.eval;
     eval.timing.reset();
+    // The per-workload deadline was set for a sweep's few trials; the replay runs many more.
+    eval.workload_timeout *= std::max(1, (trials + o.eval.trials - 1) / std::max(1, o.eval.trials));
     eval.trials = trials;
     eval.seed = o.seed;
     eval.variant = variant;

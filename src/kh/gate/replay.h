@@ -40,8 +40,11 @@ struct ReplayResult {
   std::vector<ReplayRun> runs;             // workload-major, realistic first
   int failures() const;                    // runs that did not pass
   std::string first_failure() const;       // "uuid [variant]: STATUS: message", or ""
-  int min_realistic_trials() const;        // fewest trials a passing realistic run had
+  int min_realistic_trials() const;        // fewest trials a realistic run had (passing or not)
 };
+
+/// The replay as stored with a decision: seeds, counts and the failing runs.
+Json replay_json(const ReplayResult& r);
 
 using ReplayProgressFn = std::function<void(int done, int total, const std::string& workload)>;
 
