@@ -38,26 +38,25 @@ class GateFlow : public ::testing::Test {
     save_workload_file(path, records);
     return path;
   }
-  test::CommandResult kh(const std::string& args, fs::path root = test::source_dir()) const {
+  test::CommandResult kh(const std::string& args) const {
     return test::run_command(fmt::format(
         "env KH_MEMORY_DIR= {} {} --root {} --cache {} --logs {} --store {}", KH_BINARY, args,
-        root.string(), (test::source_dir() / "build" / "test-build-cache").string(),
+        test::source_dir().string(), (test::source_dir() / "build" / "test-build-cache").string(),
         (dir_.path() / "logs").string(), (dir_.path() / "store").string()));
   }
-  /// A dataset of the shipped definitions and one small top-k workload: shipped workload 13
-  /// (batch 4, 34 pages per row: the 2048-token cut falls inside a row) with a cache of 140 pages
-  /// instead of 11923, so a trial takes milliseconds on the cpu backend.
-  fs::path small_topk_dataset() {
+  /// A workloads file with one small top-k workload that the dataset does not have (workloads
+  /// travel to the worker): shipped workload 13 (batch 4, 34 pages per row: the 2048-token cut
+  /// falls inside a row) with a cache of 140 pages instead of 11923, so a trial takes
+  /// milliseconds on the cpu backend.
+  fs::path small_topk_workload() {
     const Dataset ds = Dataset::open(test::source_dir());
     Workload w = ds.workloads(kTopK).at(13);
     w.uuid = "00000000-0000-4000-8000-00000000001d";
     for (auto& [axis, value] : w.axes)
       if (axis == "num_pages") value = 140;
-    const fs::path root = dir_.path() / "dataset";
-    fs::create_directories(root / "workloads" / "dsa_paged");
-    fs::create_directory_symlink(test::source_dir() / "definitions", root / "definitions");
-    save_workload_file(root / "workloads" / "dsa_paged" / (kTopK + ".jsonl"), {{kTopK, w}});
-    return root;
+    const fs::path path = dir_.path() / "small_topk.jsonl";
+    save_workload_file(path, {{kTopK, w}});
+    return path;
   }
   test::CommandResult retained(const std::string& def) const {
     return test::run_command(fmt::format("env KH_MEMORY_DIR= {} retained {} --json --store {}",
@@ -71,19 +70,17 @@ class GateFlow : public ::testing::Test {
     return r.out.empty() ? Json() : parse_json(r.out, "kh output");
   }
   /// kh promote --json's decisions, one per candidate.
-  Json promote_all(const std::string& candidates, const std::string& workloads, int expect_status,
-                   const fs::path& root = test::source_dir()) {
+  Json promote_all(const std::string& candidates, const std::string& workloads,
+                   int expect_status) {
     const auto r = kh(fmt::format("promote {} {} {} {} --json", candidates, workloads, kGateFlags,
-                                  kReplayFlags),
-                      root);
+                                  kReplayFlags));
     EXPECT_EQ(r.status, expect_status) << r.out << r.err;
     const Json j = json_of(r);
     return j.is_array() ? j : Json::array();
   }
   /// The decision on a single candidate.
-  Json promote(const std::string& candidate, const std::string& workloads, int expect_status,
-               const fs::path& root = test::source_dir()) {
-    const Json all = promote_all(candidate, workloads, expect_status, root);
+  Json promote(const std::string& candidate, const std::string& workloads, int expect_status) {
+    const Json all = promote_all(candidate, workloads, expect_status);
     return all.empty() ? Json() : all.at(0);
   }
 
@@ -164,15 +161,16 @@ TEST_F(GateFlow, PromotesFirstAndFasterCandidatesRejectsSlowerAndWrongOnes) {
 }
 
 TEST_F(GateFlow, ReplayCatchesATieBugThatThreeTrialsMiss) {
-  const fs::path root = small_topk_dataset();
+  const fs::path w = small_topk_workload();
   const std::string cand =
       (test::source_dir() / "tests/candidates/dsa_topk_indexer_cpp").string() +
       "@FAULT=duplicate_on_ties";
   // Three realistic trials pass...
-  const auto three = kh(fmt::format("sweep {} --trials 3 --json", cand), root);
+  const auto three =
+      kh(fmt::format("sweep {} --workloads {} --trials 3 --json", cand, w.string()));
   EXPECT_EQ(three.status, 0) << three.out << three.err;
   // ...the replay's adversarial ties do not.
-  const Json d = promote(cand, "", 3, root);
+  const Json d = promote(cand, "--workloads " + w.string(), 3);
   EXPECT_EQ(d.at("decision"), "reject") << d.dump(2);
   EXPECT_THAT(d.at("reason").get<std::string>(), HasSubstr("[ties]"));
   EXPECT_THAT(d.at("reason").get<std::string>(), HasSubstr("duplicate index"));

@@ -167,6 +167,8 @@ Json Evaluator::workload_request(const char* op, const Definition& def, const Wo
           {"root", options_.root.string()},
           {"definition", def.name},
           {"workload", workload.uuid},
+          // The workload itself travels: one from a --workloads file need not be in the dataset.
+          {"workload_json", workload.to_json()},
           {"trial", trial},
           {"seed", options_.seed},
           {"variant", options_.variant}};

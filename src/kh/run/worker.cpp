@@ -108,13 +108,15 @@ class Worker {
   }
 
  private:
-  // The inputs of the workload a trial or time request names ("root", "definition", "workload",
-  // "seed", "variant").
+  // The inputs of the workload a trial or time request names ("root", "definition", "workload"
+  // or the workload itself in "workload_json", "seed", "variant").
   InputGenerator generator_for(const JsonCursor& c) {
     open_dataset(c.at("root").as_string());
     const Definition& def = dataset_->definition(c.at("definition").as_string());
-    return InputGenerator(def, find_workload(*dataset_, def, c.at("workload").as_string()),
-                          dataset_->root(),
+    Workload workload = c.has("workload_json")
+                            ? Workload::from_json(c.at("workload_json"))
+                            : find_workload(*dataset_, def, c.at("workload").as_string());
+    return InputGenerator(def, std::move(workload), dataset_->root(),
                           GeneratorOptions{static_cast<std::uint64_t>(c.at("seed").as_int()),
                                            c.at("variant").as_string()});
   }

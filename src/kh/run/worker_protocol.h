@@ -3,7 +3,9 @@
 //   coordinator -> worker   {"id": n, "op": "load", "library": path | "builtin:...", "entry":
 //                            symbol (a builtin: the definition), "root": dataset,
 //                            "slot": "peer" (optional: a paired gate's second candidate)}
-//                           {"id": n, "op": "trial", "root", "definition", "workload", "trial",
+//                           {"id": n, "op": "trial", "root", "definition", "workload" (uuid),
+//                            "workload_json" (optional: the workload itself; else looked up by
+//                            uuid in the dataset at root), "trial",
 //                            "seed", "variant", "official", "sanitize",
 //                            "cpu_reference"}
 //                           {"id": n, "op": "time", "root", "definition", "workload", "trial",
