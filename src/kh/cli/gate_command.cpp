@@ -55,15 +55,11 @@ void run(Options& o) {
   const CandidateRecord a_record = candidate_record(*store, a);
 
   GateSetup setup = resolve_gate_setup(o.g, def, *store);
-  const std::vector<Workload> workloads =
-      gate_workloads(o.workloads, ds, def, *store, a_record, setup.method);
+  const RepresentativeSet rep =
+      dataset_representatives(ds, def, *store, a_record, setup.method);
+  const std::vector<Workload> workloads = gate_workloads(o.workloads, ds, def, rep);
   std::vector<WorkloadGroup> groups;
-  {
-    const auto all = ds.workloads(def.name);
-    const RepresentativeSet rep = select_representatives(
-        partition_regimes(def, all), all, stored_latencies(*store, a_record, setup.method));
-    for (const auto& g : rep.groups) groups.push_back(g.group);
-  }
+  for (const auto& g : rep.groups) groups.push_back(g.group);
   std::cerr << fmt::format(
         "kh gate: {} (B) against {} (A) on {} workloads of {}, {} timer on {}, {} rounds x {} "
         "pairs, order seed {}, minimum effect {:g} ({})\n",

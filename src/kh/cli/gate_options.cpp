@@ -140,22 +140,25 @@ std::map<std::string, double> stored_latencies(const ArtifactStore& store, const
   return out;
 }
 
+RepresentativeSet dataset_representatives(const Dataset& ds, const Definition& def,
+                                          const ArtifactStore& store,
+                                          const CandidateRecord& baseline,
+                                          const std::string& method) {
+  const std::vector<Workload> all = ds.workloads(def.name);
+  return select_representatives(partition_regimes(def, all), all,
+                                stored_latencies(store, baseline, method));
+}
+
 std::vector<Workload> gate_workloads(const std::string& which, const Dataset& ds,
-                                     const Definition& def, const ArtifactStore& store,
-                                     const CandidateRecord& baseline, const std::string& method) {
-  if (which == "all" || which == "representative") {
-    std::vector<Workload> all = ds.workloads(def.name);
-    if (all.empty()) fail("definition {} has no workloads in {}", def.name, ds.root().string());
-    if (which == "all") return all;
-    const RepresentativeSet rep = select_representatives(
-        partition_regimes(def, all), all, stored_latencies(store, baseline, method));
-    std::vector<Workload> out;
-    for (const auto& id : rep.workloads)
-      for (const auto& w : all)
-        if (w.uuid == id) out.push_back(w);
-    return out;
-  }
-  return select_workloads(ds, def, which);
+                                     const Definition& def, const RepresentativeSet& rep) {
+  if (which != "all" && which != "representative") return select_workloads(ds, def, which);
+  std::vector<Workload> all = select_workloads(ds, def, "");
+  if (which == "all") return all;
+  std::vector<Workload> out;
+  for (const auto& id : rep.workloads)
+    for (const auto& w : all)
+      if (w.uuid == id) out.push_back(w);
+  return out;
 }
 
 }  // namespace kh::cli

@@ -12,6 +12,7 @@
 #include "kh/cli/candidate_arg.h"
 #include "kh/cli/eval_options.h"
 #include "kh/gate/paired_run.h"
+#include "kh/gate/representative_set.h"
 #include "kh/spec/dataset.h"
 #include "kh/store/artifact_store.h"
 
@@ -61,11 +62,17 @@ struct StoredCandidate {
 StoredCandidate rebuild_stored_candidate(ArtifactStore& store, const std::string& hash,
                                          const std::filesystem::path& cache);
 
-/// Which workloads a gate measures: "all", "representative" (from the regimes and the latencies
-/// of `baseline` stored for this timing method) or a JSONL file of workloads of `def`.
+/// The representative set of `def`'s dataset workloads, from the latencies of `baseline` stored
+/// for this timing method.
+RepresentativeSet dataset_representatives(const Dataset& ds, const Definition& def,
+                                          const ArtifactStore& store,
+                                          const CandidateRecord& baseline,
+                                          const std::string& method);
+
+/// Which workloads a gate measures: "all", "representative" (those of `rep`) or a JSONL file of
+/// workloads of `def`.
 std::vector<Workload> gate_workloads(const std::string& which, const Dataset& ds,
-                                     const Definition& def, const ArtifactStore& store,
-                                     const CandidateRecord& baseline, const std::string& method);
+                                     const Definition& def, const RepresentativeSet& rep);
 
 /// The baseline's stored latency per workload under this timing method (newest evaluation).
 std::map<std::string, double> stored_latencies(const ArtifactStore& store, const CandidateRecord& c,

@@ -43,7 +43,10 @@ void run(Options& o) {
   if (own_min_effect) setup.min_effect_source = "A/A: the smallest minimum effect (kMinimumEffectFloor)";
   setup.run.same_candidate = true;
   const std::vector<Workload> workloads =
-      gate_workloads(o.workloads, ds, def, *store, record, setup.method);
+      gate_workloads(o.workloads, ds, def,
+                     o.workloads == "representative"
+                         ? dataset_representatives(ds, def, *store, record, setup.method)
+                         : RepresentativeSet{});
   std::cerr << fmt::format("kh noise: {} against itself on {} workloads of {}, {} timer on {}, "
                              "{} rounds x {} pairs, order seed {}\n",
                              c.candidate.name, workloads.size(), def.name, setup.method, setup.gpu,

@@ -18,12 +18,13 @@ std::string failure_line(const char* side, const WorkloadVerdict& v) {
                      v.check.message);
 }
 
-/// Correctness of one candidate on every workload, in its own worker (no peer loaded).
-std::vector<WorkloadVerdict> check_all(const Definition& def,
-                                       const std::vector<Workload>& workloads,
-                                       const GateSide& side, const PairedRunOptions& o,
-                                       const char* phase, const PairedRunProgressFn& progress) {
-  EvalOptions eval = o.eval;
+}  // namespace
+
+std::vector<WorkloadVerdict> check_correctness(const Definition& def,
+                                               const std::vector<Workload>& workloads,
+                                               const GateSide& side, EvalOptions eval,
+                                               const std::string& phase,
+                                               const PairedRunProgressFn& progress) {
   eval.timing.reset();
   Evaluator evaluator(eval, side.library, side.entry);
   std::vector<WorkloadVerdict> out;
@@ -35,6 +36,8 @@ std::vector<WorkloadVerdict> check_all(const Definition& def,
   }
   return out;
 }
+
+namespace {
 
 /// The order of one round's timed calls on a workload: per pair a coin decides who goes first.
 std::vector<int> pair_order(int pairs, std::mt19937_64& rng) {
@@ -61,10 +64,10 @@ PairedRun run_paired(const Definition& def, const std::vector<Workload>& workloa
 
   PairedRun run;
   run.options = o;
-  run.a_verdicts = check_all(def, workloads, a, o, "correctness of A", progress);
+  run.a_verdicts = check_correctness(def, workloads, a, o.eval, "correctness of A", progress);
   run.b_verdicts = o.same_candidate
                        ? run.a_verdicts
-                       : check_all(def, workloads, b, o, "correctness of B", progress);
+                       : check_correctness(def, workloads, b, o.eval, "correctness of B", progress);
   for (std::size_t w = 0; w < workloads.size(); ++w) {
     WorkloadSamples s;
     s.workload = workloads[w].uuid;

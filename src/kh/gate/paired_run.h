@@ -57,6 +57,14 @@ struct PairedRun {
   PairedRunOptions options;           // as run (seeds and input trials, to reproduce it)
 };
 
+/// Correctness of one candidate on every workload (eval.trials each), in its own worker with no
+/// peer loaded; eval.timing is ignored.
+std::vector<WorkloadVerdict> check_correctness(const Definition& def,
+                                               const std::vector<Workload>& workloads,
+                                               const GateSide& side, EvalOptions eval,
+                                               const std::string& phase,
+                                               const PairedRunProgressFn& progress = {});
+
 PairedRun run_paired(const Definition& def, const std::vector<Workload>& workloads,
                      const GateSide& a, const GateSide& b, const PairedRunOptions& options,
                      const PairedRunProgressFn& progress = {});

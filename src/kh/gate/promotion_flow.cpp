@@ -102,17 +102,15 @@ class Flow {
   PromotionOutcome first_candidate() {
     PromotionOutcome out;
     FirstCandidateEvidence e;
-    EvalOptions eval = r_.run.eval;
-    eval.timing.reset();
-    Evaluator evaluator(eval, r_.candidate.library, r_.candidate.entry);
-    for (std::size_t i = 0; i < r_.workloads.size(); ++i) {
-      const WorkloadVerdict v = evaluator.evaluate(r_.definition, r_.workloads[i]);
+    const auto verdicts = check_correctness(
+        r_.definition, r_.workloads, r_.candidate, r_.run.eval, "correctness",
+        [&](const PairedRunProgress& p) {
+          if (progress_) progress_(p.phase, p.done, p.total);
+        });
+    for (const WorkloadVerdict& v : verdicts)
       if (!v.check.passed())
         e.failures.push_back(
             fmt::format("{}: {}: {}", v.workload, status_name(v.check.status), v.check.message));
-      if (progress_)
-        progress_("correctness", static_cast<int>(i + 1), static_cast<int>(r_.workloads.size()));
-    }
     e.workloads = static_cast<int>(r_.workloads.size());
     if (on_stage_) on_stage_({"correctness", uuids(r_.workloads), nullptr, nullptr});
     if (e.failures.empty()) {
