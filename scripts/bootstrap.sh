@@ -6,12 +6,15 @@
 #   - PyPI: the DLPack >= 1.1 and TVM-FFI headers (from the apache-tvm-ffi wheel) and the CUPTI
 #     headers and library matching nvcc 13.0 (the toolkit here ships the library without its
 #     headers), unpacked into .deps/ inside the checkout, so no Python environment is modified.
+#   - numpy for the python3 on PATH, when it has none (unpacked into .deps/python): the Python
+#     worker hands candidates numpy arrays where torch is absent, which is how CI tests it.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 deps="$root/.deps"
 TVM_FFI_VERSION="0.1.15.post2"
 CUPTI_VERSION="13.0.85"
+NUMPY_VERSION="2.2.6"
 
 apt_packages=(
   build-essential cmake ninja-build pkg-config python3 python3-pip unzip
@@ -58,6 +61,20 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$CUPTI_VERSION" ]; then
   mv "$tmp_cupti/nvidia/cu13/lib/libcupti.so.13" "$deps/cupti/lib/"
   rm -rf "$tmp_cupti"
   echo "$CUPTI_VERSION" >"$stamp"
+fi
+
+python_tag="$(python3 -c 'import sys; print("cp%d%d" % sys.version_info[:2])')"
+stamp="$deps/python/.numpy-$python_tag"
+if ! python3 -c 'import numpy' 2>/dev/null && [ ! -f "$stamp" ]; then
+  echo "bootstrap: fetching numpy==$NUMPY_VERSION for $python_tag (the Python worker's CPU tests)"
+  tmp_numpy="$(mktemp -d)"
+  python3 -m pip download --quiet --no-deps --only-binary=:all: -d "$tmp_numpy" \
+    "numpy==$NUMPY_VERSION"
+  rm -rf "$deps/python"
+  mkdir -p "$deps/python"
+  unzip -q -o "$tmp_numpy"/numpy-*.whl -d "$deps/python"
+  rm -rf "$tmp_numpy"
+  touch "$stamp"
 fi
 
 if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then

@@ -57,10 +57,32 @@ std::string checked_abi_header() {
   return text;
 }
 
-bool entry_complete(const fs::path& entry) {
+// What a build leaves for the worker to load: the shared library, or a Python candidate's manifest.
+const char* library_file(const std::string& language) {
+  return is_python_language(language) ? kPythonCandidateManifest : kCandidateLibrary;
+}
+
+bool entry_complete(const fs::path& entry, const std::string& language) {
   std::error_code ec;
-  return fs::is_regular_file(entry / kCandidateLibrary, ec) &&
+  return fs::is_regular_file(entry / library_file(language), ec) &&
          fs::is_regular_file(entry / "build.json", ec);
+}
+
+// A Python candidate is not compiled: its sources are copied into the cache entry (so a later
+// edit of the folder cannot change what was evaluated) with a manifest the Python worker reads.
+void stage_python_candidate(const Candidate& c, const ParamValues& params, const fs::path& tmp) {
+  for (const auto& s : c.sources) {
+    fs::create_directories((tmp / s).parent_path());
+    fs::copy_file(c.dir / s, tmp / s);
+  }
+  const Json manifest = {{"name", c.name},
+                         {"definition", c.definition},
+                         {"language", c.language},
+                         {"entry_file", c.entry.file},
+                         {"function", c.entry.symbol},
+                         {"destination_passing_style", c.destination_passing_style},
+                         {"params", params}};
+  write_text_file_atomic(tmp / kPythonCandidateManifest, manifest.dump(2) + "\n");
 }
 
 // Temporary folders left by killed builds of this key (their pid is gone) are removed.
@@ -156,7 +178,10 @@ std::string Builder::cache_key(const Candidate& c, const ParamValues& params) co
   for (const auto& f : c.flags) add_field(hash, "flag", f);
   for (const auto& t : c.targets) add_field(hash, "target", t);
   for (const auto& [name, value] : params) add_field(hash, "param", name + "=" + value);
-  add_field(hash, "compiler", compiler_identity(c.language));
+  if (is_python_language(c.language))
+    add_field(hash, "destination_passing_style", c.destination_passing_style ? "1" : "0");
+  else
+    add_field(hash, "compiler", compiler_identity(c.language));
   return hash.hex_digest();
 }
 
@@ -191,14 +216,15 @@ BuildResult Builder::build_with_key(const Candidate& c, const ParamValues& param
   const fs::path entry = options_.cache_dir / key;
 
   bool unreadable_entry = false;
-  if (entry_complete(entry)) {
+  const char* library = library_file(c.language);
+  if (entry_complete(entry, c.language)) {
     try {
       const Json info = read_json_file(entry / "build.json");
       r.command = info.at("command").get<std::vector<std::string>>();
       std::error_code ec;
       if (fs::exists(entry / "build.log", ec)) r.log = read_text_file(entry / "build.log");
       r.ok = r.cached = true;
-      r.library = entry / kCandidateLibrary;
+      r.library = entry / library;
       r.seconds = elapsed();
       return r;
     } catch (const std::exception&) {
@@ -213,12 +239,19 @@ BuildResult Builder::build_with_key(const Candidate& c, const ParamValues& param
                        fmt::format("{}.tmp.{}.{}", key, static_cast<long>(::getpid()), counter++);
   fs::remove_all(tmp);
   fs::create_directories(tmp);
-  r.command = command(c, params, tmp / kCandidateLibrary);
-  const ProcessResult p = run_process(r.command, options_.timeout, c.dir);
+  ProcessResult p;
+  if (is_python_language(c.language)) {
+    stage_python_candidate(c, params, tmp);
+    p.exit_code = 0;
+    p.output = "[kh: a " + c.language + " candidate is not compiled; its sources were copied]\n";
+  } else {
+    r.command = command(c, params, tmp / kCandidateLibrary);
+    p = run_process(r.command, options_.timeout, c.dir);
+  }
   r.log = p.output;
   r.seconds = elapsed();
   std::error_code ec;
-  if (!p.ok() || !fs::is_regular_file(tmp / kCandidateLibrary, ec)) {
+  if (!p.ok() || !fs::is_regular_file(tmp / library, ec)) {
     if (!r.log.empty() && r.log.back() != '\n') r.log += '\n';
     r.log +=
         p.ok() ? fmt::format("[kh: the compiler wrote no {}]", kCandidateLibrary) : status_line(p);
@@ -238,7 +271,8 @@ BuildResult Builder::build_with_key(const Candidate& c, const ParamValues& param
   Json sources = Json::array();
   for (const auto& s : c.sources)
     sources.push_back({{"path", s}, {"sha256", sha256_hex(read_text_file(c.dir / s))}});
-  const std::string identity = compiler_identity(c.language);
+  const bool python = is_python_language(c.language);
+  const std::string identity = python ? "" : compiler_identity(c.language);
   const Json info = {{"key", key},
                      {"candidate", c.name},
                      {"definition", c.definition},
@@ -249,7 +283,7 @@ BuildResult Builder::build_with_key(const Candidate& c, const ParamValues& param
                      {"flags", c.flags},
                      {"targets", c.targets},
                      {"params", params},
-                     {"compiler", compiler_for(c.language)},
+                     {"compiler", python ? "" : compiler_for(c.language)},
                      {"compiler_version", first_line(identity)},
                      {"abi_version", KH_ABI_VERSION},
                      {"command", r.command},
@@ -257,13 +291,13 @@ BuildResult Builder::build_with_key(const Candidate& c, const ParamValues& param
   write_text_file_atomic(tmp / "build.log", r.log);
   write_text_file_atomic(tmp / "build.json", info.dump(2) + "\n");
 
-  if (unreadable_entry || (fs::exists(entry, ec) && !entry_complete(entry)))
+  if (unreadable_entry || (fs::exists(entry, ec) && !entry_complete(entry, c.language)))
     fs::remove_all(entry, ec);
   fs::rename(tmp, entry, ec);
   if (ec) {
     // Another build of the same key finished first: its library has the same inputs. A broken
     // entry that could not be cleared is replaced.
-    if (!entry_complete(entry)) {
+    if (!entry_complete(entry, c.language)) {
       fs::remove_all(entry);
       fs::rename(tmp, entry);
     } else {
@@ -271,7 +305,7 @@ BuildResult Builder::build_with_key(const Candidate& c, const ParamValues& param
     }
   }
   r.ok = true;
-  r.library = entry / kCandidateLibrary;
+  r.library = entry / library;
   r.seconds = elapsed();
   return r;
 }

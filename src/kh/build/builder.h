@@ -3,7 +3,8 @@
 // source (path and content), flags, targets, param values, the base compiler flags and the
 // compiler's identity (its --version output). An unchanged candidate is never recompiled.
 //
-// Cache layout: <cache_dir>/<key>/{libcandidate.so, build.log, build.json}. A build happens in
+// Cache layout: <cache_dir>/<key>/{libcandidate.so, build.log, build.json}; a Python candidate
+// has its sources and python_candidate.json where the library would be. A build happens in
 // <cache_dir>/<key>.tmp.<pid>.<n> and is renamed into place when complete, so a kill never leaves
 // a half-written entry and two builds of the same key race harmlessly. Failed builds are not
 // cached.
@@ -40,6 +41,14 @@ struct BuildResult {
 };
 
 inline constexpr const char* kCandidateLibrary = "libcandidate.so";
+/// A Python candidate's build: its sources and this manifest (entry file, function, calling
+/// style, params), which stands where a library would; the Python worker loads it.
+inline constexpr const char* kPythonCandidateManifest = "python_candidate.json";
+
+/// Whether a built library path (or a worker's "library" field) names a Python candidate.
+inline bool is_python_candidate_library(const std::string& library) {
+  return std::filesystem::path(library).filename() == kPythonCandidateManifest;
+}
 
 class Builder {
  public:

@@ -220,11 +220,13 @@ Candidate load_candidate(const fs::path& path) {
   c.description = m.string(solution, "solution", "description", false);
 
   const toml::table& build = m.table(root, "build", true);
-  m.check_keys(build, "build", {"language", "sources", "entry", "flags", "targets"});
+  m.check_keys(build, "build",
+               {"language", "sources", "entry", "flags", "targets", "destination_passing_style"});
   c.language = m.string(build, "build", "language", true);
-  if (c.language != "cuda" && c.language != "cpp")
-    m.fail_at("build.language", fmt::format("expected \"cuda\" or \"cpp\", got {}",
-                                            describe(*build.get("language"))));
+  if (c.language != "cuda" && c.language != "cpp" && !is_python_language(c.language))
+    m.fail_at("build.language",
+              fmt::format("expected \"cuda\", \"cpp\", \"python\" or \"triton\", got {}",
+                          describe(*build.get("language"))));
 
   const auto sources = m.strings(build, "build", "sources", true);
   for (std::size_t i = 0; i < sources.size(); ++i) {
@@ -236,7 +238,9 @@ Candidate load_candidate(const fs::path& path) {
   }
   if (std::none_of(c.sources.begin(), c.sources.end(),
                    [&](const std::string& s) { return is_compiled_source(c.language, s); }))
-    m.fail_at("build.sources", c.language == "cuda"
+    m.fail_at("build.sources", is_python_language(c.language)
+                                   ? "no Python file (.py)"
+                               : c.language == "cuda"
                                    ? "no file the compiler takes (.cu, .cpp, .cc, .cxx, .c)"
                                    : "no file the compiler takes (.cpp, .cc, .cxx, .c)");
 
@@ -248,6 +252,23 @@ Candidate load_candidate(const fs::path& path) {
                                          c.entry.file, join(c.sources)));
   if (!std::regex_match(c.entry.symbol, kIdentifier))
     m.fail_at("build.entry", fmt::format("symbol \"{}\" is not a C identifier", c.entry.symbol));
+
+  if (is_python_language(c.language)) {
+    if (fs::path(c.entry.file).extension() != ".py")
+      m.fail_at("build.entry", fmt::format("a {} entry is \"file.py::function\", got \"{}\"",
+                                           c.language, entry));
+    if (build.get("flags") != nullptr)
+      m.fail_at("build.flags", "only for compiled languages, this candidate is \"" + c.language + "\"");
+  } else if (build.get("destination_passing_style") != nullptr) {
+    m.fail_at("build.destination_passing_style",
+              "only for Python candidates: a " + c.language + " entry always writes its outputs");
+  }
+  if (const auto* dps = build.get("destination_passing_style")) {
+    if (!dps->is_boolean())
+      m.fail_at("build.destination_passing_style",
+                fmt::format("expected true or false, got {}", describe(*dps)));
+    c.destination_passing_style = dps->as_boolean()->get();
+  }
 
   c.flags = m.strings(build, "build", "flags", false);
   if (build.get("targets") != nullptr) {
@@ -303,8 +324,13 @@ void check_params(const Candidate& c, const ParamValues& values) {
       fail("{}: params.{}: no value given; allowed: {}", manifest_name(c), p.name, join(p.values));
 }
 
+bool is_python_language(const std::string& language) {
+  return language == "python" || language == "triton";
+}
+
 bool is_compiled_source(const std::string& language, const std::string& path) {
   const std::string ext = fs::path(path).extension().string();
+  if (is_python_language(language)) return ext == ".py";
   if (ext == ".cpp" || ext == ".cc" || ext == ".cxx" || ext == ".c") return true;
   return language == "cuda" && ext == ".cu";
 }

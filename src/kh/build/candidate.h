@@ -22,11 +22,14 @@ using ParamValues = std::map<std::string, std::string>;
 struct Candidate {
   std::filesystem::path dir;  // absolute folder of candidate.toml
   std::string name, definition, author, description;
-  std::string language;              // "cuda" | "cpp"
+  std::string language;              // "cuda" | "cpp" | "python" | "triton"
   std::vector<std::string> sources;  // relative to dir, as written; headers included
   EntryPoint entry;
   std::vector<std::string> flags, targets;  // targets: cuda only, default {"sm_90a"}
   std::vector<ParamSpec> params;            // sorted by name
+  // Python candidates: true (FlashInfer-Bench's default) when the entry writes its outputs into
+  // tensors it is given after the inputs, false when it returns them.
+  bool destination_passing_style = true;
   std::filesystem::path manifest;           // the toml file it was read from, for messages
 };
 
@@ -45,8 +48,10 @@ ParamValues resolve_params(const Candidate& c, const std::vector<std::string>& o
 /// Checks that `values` gives every param of `c` an allowed value and names no other.
 void check_params(const Candidate& c, const ParamValues& values);
 
-/// True for sources handed to the compiler (.cu for cuda; .cpp/.cc/.cxx/.c for both); other
-/// sources (headers) only take part in the build's content key.
+/// "python" and "triton": run by the Python worker, never compiled.
+bool is_python_language(const std::string& language);
+/// True for sources handed to the compiler (.cu for cuda; .cpp/.cc/.cxx/.c for both; .py for a
+/// Python candidate); other sources (headers, data) only take part in the build's content key.
 bool is_compiled_source(const std::string& language, const std::string& path);
 /// "sm_90a" -> "-gencode=arch=compute_90a,code=sm_90a"; a malformed target is an error prefixed
 /// by `where`.

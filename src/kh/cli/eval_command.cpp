@@ -144,7 +144,9 @@ void run(Options& o) {
                          {"definition", def.name},
                          {"backend", eval.backend},
                          {"official", eval.official},
-                         {"reference", eval.cpu_reference ? "cpu" : "auto"},
+                         {"reference", uses_python_oracle(eval.oracle, def) ? "python"
+                                       : eval.cpu_reference                 ? "cpu"
+                                                                            : "auto"},
                          {"trials", eval.trials},
                          {"seed", eval.seed},
                          {"variant", eval.variant},
@@ -199,7 +201,8 @@ void add_eval_command(CLI::App& app) {
   auto* cmd =
       app.add_subcommand("eval", "Build a candidate and judge it on its definition's workloads");
   cmd->add_option("candidate", o->candidate,
-                  "candidate folder (with candidate.toml), or builtin:cpu_reference")
+                  "candidate folder (with candidate.toml), builtin:cpu_reference or "
+                  "builtin:definition_reference")
       ->required();
   cmd->add_option("--definition,-d", o->definition, "definition of a builtin candidate");
   add_eval_cli_options(cmd, o->e);

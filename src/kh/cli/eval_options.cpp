@@ -25,6 +25,11 @@ void add_eval_cli_options(CLI::App* cmd, EvalCliOptions& o) {
   cmd->add_flag("--cpu-reference", o.eval.cpu_reference,
                 "judge with the fp64 CPU references on host-drawn inputs even on the cuda backend "
                 "(slow; cross-checks the GPU references)");
+  cmd->add_option("--oracle", o.eval.oracle,
+                  "who judges the outputs: native (kh's references), python (the definition's own "
+                  "PyTorch reference, in the Python worker) or auto (native where kh has one)")
+      ->check(CLI::IsMember({"auto", "native", "python"}))
+      ->capture_default_str();
   cmd->add_flag("--sanitize", o.eval.sanitize, "run the worker under compute-sanitizer memcheck");
   cmd->add_option("--timing", o.timing,
                   "time workloads that pass: cupti (official-aligned span), events or graph on "

@@ -27,7 +27,7 @@ struct EvalCliOptions {
 };
 
 /// --root/--dataset, --trials, --backend, --seed, --variant, --param, --cache, --logs,
-/// --call-timeout, --workload-timeout, --official, --cpu-reference, --sanitize, --timing,
+/// --call-timeout, --workload-timeout, --official, --cpu-reference, --oracle, --sanitize, --timing,
 /// --warmup, --iterations, --timing-trials, --ceilings.
 void add_eval_cli_options(CLI::App* cmd, EvalCliOptions& o);
 

@@ -55,7 +55,8 @@ bool is_builtin_candidate(const std::string& name) {
 std::unique_ptr<CandidateLibrary> make_builtin_candidate(const std::string& name,
                                                          const Definition& def) {
   if (name != "builtin:cpu_reference")
-    fail("unknown builtin candidate '{}' (builtins: builtin:cpu_reference)", name);
+    fail("unknown builtin candidate '{}' (builtins: builtin:cpu_reference, {})", name,
+         kDefinitionReferenceBuiltin);
   if (!find_cpu_reference(def.name)) fail("{}: definition {} has no CPU reference", name, def.name);
   return std::make_unique<CandidateLibrary>(
       name, [def](const DLTensor* tensors, std::int32_t count, void*, void*, std::uint64_t) {

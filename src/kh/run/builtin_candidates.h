@@ -13,6 +13,8 @@
 namespace kh {
 
 inline constexpr const char* kBuiltinPrefix = "builtin:";
+/// The definition's own PyTorch `reference` as a candidate; served by the Python worker.
+inline constexpr const char* kDefinitionReferenceBuiltin = "builtin:definition_reference";
 
 bool is_builtin_candidate(const std::string& name);
 /// The builtin candidate `name` (e.g. "builtin:cpu_reference") for a definition; an error

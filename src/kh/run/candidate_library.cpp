@@ -19,13 +19,22 @@ CandidateLibrary::CandidateLibrary(const std::string& path, const std::string& e
   }
   workspace_fn_ =
       reinterpret_cast<kh_workspace_fn>(dlsym(handle_, (entry + "_workspace_bytes").c_str()));
-  error_fn_ = reinterpret_cast<kh_error_fn>(dlsym(handle_, (entry + "_error").c_str()));
+  if (const auto error = reinterpret_cast<kh_error_fn>(dlsym(handle_, (entry + "_error").c_str())))
+    error_fn_ = [error] {
+      const char* m = error();
+      return std::string(m ? m : "");
+    };
 }
 
-CandidateLibrary::CandidateLibrary(std::string name, EntryFunction entry)
-    : entry_(std::move(name)), fn_(std::move(entry)) {}
+CandidateLibrary::CandidateLibrary(std::string name, EntryFunction entry, ErrorFunction error,
+                                   std::function<void()> on_release)
+    : entry_(std::move(name)),
+      fn_(std::move(entry)),
+      error_fn_(std::move(error)),
+      on_release_(std::move(on_release)) {}
 
 CandidateLibrary::~CandidateLibrary() {
+  if (on_release_) on_release_();
   if (handle_) dlclose(handle_);
 }
 
@@ -39,9 +48,7 @@ std::uint64_t CandidateLibrary::workspace_bytes(const DLTensor* tensors, std::in
 }
 
 std::string CandidateLibrary::error_message() const {
-  if (!error_fn_) return "";
-  const char* m = error_fn_();
-  return m ? m : "";
+  return error_fn_ ? error_fn_() : "";
 }
 
 }  // namespace kh

@@ -18,7 +18,10 @@ class CandidateLibrary {
   /// A candidate implemented inside kh (see builtin_candidates.h); no library is loaded.
   using EntryFunction =
       std::function<int(const DLTensor*, std::int32_t, void*, void*, std::uint64_t)>;
-  CandidateLibrary(std::string name, EntryFunction entry);
+  /// The message of the last failed call (error_message()).
+  using ErrorFunction = std::function<std::string()>;
+  CandidateLibrary(std::string name, EntryFunction entry, ErrorFunction error = {},
+                   std::function<void()> on_release = {});
   ~CandidateLibrary();
   CandidateLibrary(const CandidateLibrary&) = delete;
   CandidateLibrary& operator=(const CandidateLibrary&) = delete;
@@ -35,7 +38,8 @@ class CandidateLibrary {
   std::string entry_;
   EntryFunction fn_;
   kh_workspace_fn workspace_fn_ = nullptr;
-  kh_error_fn error_fn_ = nullptr;
+  ErrorFunction error_fn_;
+  std::function<void()> on_release_;
 };
 
 }  // namespace kh

@@ -1,10 +1,12 @@
 // The reference of one call computed where the candidate's inputs live: the definition's GPU
 // reference runs on the very input buffers the candidate receives (before the candidate touches
-// them), into outputs of its own, which come back to the host for the checker.
+// them), into outputs of its own, which come back to the host for the checker. An oracle behind
+// the candidate interface (the definition's PyTorch reference) is run the same way.
 #pragma once
 
 #include "kh/gen/input_set.h"
 #include "kh/run/call_buffers.h"
+#include "kh/run/candidate_library.h"
 #include "kh/run/memory_backend.h"
 #include "kh/spec/definition.h"
 
@@ -16,5 +18,12 @@ bool has_device_reference(const MemoryBackend& backend, const Definition& def);
 /// Runs the GPU reference on the inputs in `buffers` and returns its outputs on the host.
 OutputSet run_device_reference(MemoryBackend& backend, const Definition& def,
                                const AxisValues& axes, const CallBuffers& buffers);
+
+/// The same with another oracle behind the candidate interface (the definition's PyTorch
+/// reference in the Python worker): it reads the inputs in `buffers`, writes outputs of its own.
+/// A failure of the oracle is a kh::Error (the evaluation, not the candidate, failed).
+OutputSet run_oracle_reference(MemoryBackend& backend, const Definition& def,
+                               const AxisValues& axes, const CallBuffers& buffers,
+                               const CandidateLibrary& oracle);
 
 }  // namespace kh

@@ -2,8 +2,14 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
+
+#include "kh/build/builder.h"
+#include "kh/build/kh_home.h"
 #include "kh/core/error.h"
 #include "kh/core/json_io.h"
+#include "kh/ref/cpu_reference.h"
+#include "kh/run/builtin_candidates.h"
 #include "kh/run/worker_protocol.h"
 
 namespace kh {
@@ -32,7 +38,65 @@ bool sanitizer_found_errors(const std::string& log) {
   return log.compare(at + 15, 2, "0 ") != 0;
 }
 
+bool is_python_side(const std::string& library) {
+  return is_python_candidate_library(library) || library == kDefinitionReferenceBuiltin;
+}
+
+// libkh_worker.so: $KH_WORKER_LIBRARY, else beside the kh executable (both are build outputs).
+std::filesystem::path worker_library(const std::string& kh_binary) {
+  if (const char* env = std::getenv("KH_WORKER_LIBRARY")) return env;
+  return std::filesystem::path(kh_binary).parent_path() / "libkh_worker.so";
+}
+
 }  // namespace
+
+std::string python_interpreter() {
+  const char* env = std::getenv("KH_PYTHON");
+  return env && *env ? env : "python3";
+}
+
+bool uses_python_oracle(const std::string& oracle, const Definition& def) {
+  const bool native = find_cpu_reference(def.name) != nullptr;
+  if (oracle == "python") return true;
+  if (oracle == "native") {
+    if (!native)
+      fail("--oracle native: kh has no native reference for {}; use --oracle python (its "
+           "PyTorch reference)",
+           def.name);
+    return false;
+  }
+  if (oracle != "auto") fail("--oracle: expected auto, native or python, got \"{}\"", oracle);
+  return !native;
+}
+
+std::vector<std::string> Evaluator::worker_command(const Definition& def) {
+  std::vector<std::string> command;
+  if (options_.sanitize) {
+    sanitizer_log_ =
+        options_.log_dir / fmt::format("sanitizer-{}-{}.log", getpid(), workers_started_);
+    // --padding: allocations get unaddressable padding, so a read just past a buffer is seen.
+    command = {"compute-sanitizer",    "--tool", "memcheck", "--padding", "64", "--log-file",
+               sanitizer_log_.string()};
+  }
+  const bool python = uses_python_oracle(options_.oracle, def) || is_python_side(library_) ||
+                      is_python_side(peer_library_);
+  if (python) {
+    const auto script = kh_home() / "python" / "kh_worker.py";
+    const auto runtime = worker_library(options_.kh_binary);
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(runtime, ec))
+      fail("{}: the Python worker's library is missing (build the kh_worker target, or set "
+           "KH_WORKER_LIBRARY)",
+           runtime.string());
+    command.insert(command.end(), {python_interpreter(), script.string(), "--backend",
+                                   options_.backend, "--device", std::to_string(options_.device),
+                                   "--runtime", runtime.string()});
+  } else {
+    command.insert(command.end(), {options_.kh_binary, "worker", "--backend", options_.backend,
+                                   "--device", std::to_string(options_.device)});
+  }
+  return command;
+}
 
 void Evaluator::apply_sanitizer_report(WorkloadVerdict& v) {
   // The summary is written when the worker exits: end it after every workload under sanitizer.
@@ -61,18 +125,9 @@ Evaluator::~Evaluator() {
   if (worker_) worker_->stop();
 }
 
-std::optional<CheckResult> Evaluator::ensure_worker() {
+std::optional<CheckResult> Evaluator::ensure_worker(const Definition& def) {
   if (worker_ && worker_->running()) return std::nullopt;
-  std::vector<std::string> command;
-  if (options_.sanitize) {
-    sanitizer_log_ =
-        options_.log_dir / fmt::format("sanitizer-{}-{}.log", getpid(), workers_started_);
-    // --padding: allocations get unaddressable padding, so a read just past a buffer is seen.
-    command = {"compute-sanitizer",    "--tool", "memcheck", "--padding", "64", "--log-file",
-               sanitizer_log_.string()};
-  }
-  command.insert(command.end(), {options_.kh_binary, "worker", "--backend", options_.backend,
-                                 "--device", std::to_string(options_.device)});
+  const std::vector<std::string> command = worker_command(def);
   const auto log = options_.log_dir / fmt::format("worker-{}-{}.log", getpid(), workers_started_++);
   worker_ = std::make_unique<WorkerClient>(command, log);
   try {
@@ -112,6 +167,23 @@ std::optional<CheckResult> Evaluator::ensure_worker() {
       return failure(EvalStatus::kCompileError, "loading the peer candidate: " + why);
     }
   }
+  if (uses_python_oracle(options_.oracle, def)) {
+    // The definition's PyTorch reference judges the trials; it failing is kh's error (or the
+    // definition's), not the candidate's.
+    const WorkerReply o = worker_->request({{"op", "load"},
+                                            {"slot", "oracle"},
+                                            {"definition", def.name},
+                                            {"root", options_.root.string()}},
+                                           options_.call_timeout, options_.start_timeout);
+    if (o.kind != WorkerReply::Kind::kReply || !o.body.value("ok", false)) {
+      const std::string why = o.kind != WorkerReply::Kind::kReply
+                                  ? o.detail + "\n" + worker_->log_tail()
+                                  : o.body.value("error", "");
+      worker_->stop();
+      worker_.reset();
+      fail("loading the PyTorch reference of {} as the oracle: {}", def.name, why);
+    }
+  }
   return std::nullopt;
 }
 
@@ -127,7 +199,7 @@ Evaluator::PairedTiming Evaluator::time_pair(const Definition& def, const Worklo
                                              const std::vector<int>& order) {
   PairedTiming t;
   if (peer_library_.empty()) fail("a paired timing needs a peer candidate (set_peer)");
-  if (auto load_failure = ensure_worker()) {
+  if (auto load_failure = ensure_worker(def)) {
     t.error = load_failure->message;
     return t;
   }
@@ -180,7 +252,7 @@ WorkloadVerdict Evaluator::evaluate(const Definition& def, const Workload& workl
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + options_.workload_timeout;
   for (int trial = 0; trial < options_.trials; ++trial) {
-    if (auto load_failure = ensure_worker()) {
+    if (auto load_failure = ensure_worker(def)) {
       v.check = *load_failure;
       break;
     }
@@ -241,7 +313,7 @@ void Evaluator::time_workload(const Definition& def, const Workload& workload, W
     }
   };
   for (int trial = 0; trial < config.trials; ++trial) {
-    if (auto load_failure = ensure_worker()) {
+    if (auto load_failure = ensure_worker(def)) {
       v.check = *load_failure;
       return;
     }

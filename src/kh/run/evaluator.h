@@ -40,7 +40,16 @@ struct EvalOptions {
   std::chrono::milliseconds start_timeout{30'000};
   std::filesystem::path log_dir = ".kh/logs";
   std::string kh_binary;  // the worker executable (kh itself); empty: /proc/self/exe
+  // Who judges the outputs: "native" (kh's CPU/GPU references), "python" (the definition's own
+  // PyTorch reference, in the Python worker) or "auto" (native where kh has one).
+  std::string oracle = "auto";
 };
+
+/// The Python worker's interpreter: $KH_PYTHON, else python3 (on PATH).
+std::string python_interpreter();
+/// Whether trials of `def` under `oracle` ("auto" | "native" | "python") are judged by the
+/// definition's PyTorch reference; an error for another oracle name or "native" without one.
+bool uses_python_oracle(const std::string& oracle, const Definition& def);
 
 struct WorkloadVerdict {
   std::string workload;
@@ -78,7 +87,10 @@ class Evaluator {
  private:
   /// Starts (or restarts) the worker and loads the candidate; returns a failure verdict's check
   /// if the library does not load (COMPILE_ERROR) or the worker does not start (RUNTIME_ERROR).
-  std::optional<CheckResult> ensure_worker();
+  std::optional<CheckResult> ensure_worker(const Definition& def);
+  /// The worker's argv: `kh worker`, or the Python worker when a candidate or the oracle is
+  /// Python; under compute-sanitizer with --sanitize.
+  std::vector<std::string> worker_command(const Definition& def);
   /// --sanitize: ends the worker so compute-sanitizer writes its summary, and turns reported
   /// errors into RUNTIME_ERROR with the report attached.
   void apply_sanitizer_report(WorkloadVerdict& v);

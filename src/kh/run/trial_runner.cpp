@@ -8,17 +8,40 @@
 #include "kh/run/call_buffers.h"
 #include "kh/run/call_inputs.h"
 #include "kh/run/device_reference.h"
+#include "kh/python_worker.h"
 
 namespace kh {
 namespace {
 
-CheckResult runtime_error(std::string message) {
+CheckResult terminal_failure(EvalStatus status, std::string message) {
   CheckResult r;
-  r.status = EvalStatus::kRuntimeError;
+  r.status = status;
   r.matched_ratio = 0;
   r.message = std::move(message);
   r.terminal = true;
   return r;
+}
+
+CheckResult runtime_error(std::string message) {
+  return terminal_failure(EvalStatus::kRuntimeError, std::move(message));
+}
+
+// The verdict of a failed call: what a Python entry's status implies (python_worker.h), else a
+// runtime error with the candidate's message.
+CheckResult failed_call(int rc, const std::string& why) {
+  switch (rc) {
+    case KH_PYTHON_EXCEPTION:
+      return runtime_error("the Python entry raised:\n" + why);
+    case KH_PYTHON_WRONG_SHAPE:
+      return terminal_failure(EvalStatus::kIncorrectShape, why);
+    case KH_PYTHON_WRONG_DTYPE:
+      return terminal_failure(EvalStatus::kIncorrectDtype, why);
+    case KH_PYTHON_WRONG_COUNT:
+      return runtime_error(why);  // FlashInfer-Bench: a wrong output count raises
+    default:
+      return runtime_error(fmt::format("the entry point returned status {}{}{}", rc,
+                                       why.empty() ? "" : ": ", why));
+  }
 }
 
 // Calls the candidate once; on success fills `outputs`, otherwise returns the failure.
@@ -37,11 +60,7 @@ std::optional<CheckResult> call_once(MemoryBackend& backend, const CandidateLibr
     return runtime_error(e.what());
   }
   observer.after_call();
-  if (rc != KH_OK) {
-    const std::string why = library.error_message();
-    return runtime_error(
-        fmt::format("the entry point returned status {}{}{}", rc, why.empty() ? "" : ": ", why));
-  }
+  if (rc != KH_OK) return failed_call(rc, library.error_message());
   if (strict) {
     if (auto damage = buffers.damaged_red_zone()) return runtime_error(*damage);
     if (auto modified = buffers.modified_input(inputs)) return runtime_error(*modified);
@@ -68,12 +87,16 @@ TrialResult run_trial(MemoryBackend& backend, const CandidateLibrary& library,
 
   // On a GPU the inputs are drawn and the reference computed in device memory; elsewhere (or
   // for a definition without a GPU reference) both happen on the host.
-  const bool on_device = !options.cpu_reference && has_device_reference(backend, def);
+  const bool on_device =
+      options.oracle ? backend.device().device_type == kDLCUDA
+                     : !options.cpu_reference && has_device_reference(backend, def);
   const std::size_t red_zone = options.red_zones ? kRedZoneBytes : 0;
   DrawnCallInputs call = generate_inputs_of_call(generator, trial, on_device);
   InputSet& inputs = call.host;
   CallBuffers buffers(backend, def, generator.axes(), inputs, red_zone, call.draws);
   auto reference_of = [&](const InputSet& host) {
+    if (options.oracle)
+      return run_oracle_reference(backend, def, generator.axes(), buffers, *options.oracle);
     return on_device ? run_device_reference(backend, def, generator.axes(), buffers)
                      : run_cpu_reference(def, generator.axes(), host);
   };

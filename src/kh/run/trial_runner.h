@@ -29,6 +29,9 @@ struct TrialOptions {
   // Judge with the CPU reference on host-drawn inputs even where a GPU reference could run
   // (slow; for cross-checking the GPU references).
   bool cpu_reference = false;
+  // Judge with this oracle instead of the native references (the definition's PyTorch reference
+  // in the Python worker); inputs are then drawn where the backend's memory is.
+  const CandidateLibrary* oracle = nullptr;
 };
 
 struct TrialResult {

@@ -7,12 +7,14 @@
 #include <map>
 #include <memory>
 
+#include "kh/build/builder.h"
 #include "kh/core/error.h"
 #include "kh/gpu/call_timer.h"
 #include "kh/run/builtin_candidates.h"
 #include "kh/run/call_inputs.h"
 #include "kh/run/candidate_library.h"
 #include "kh/run/host_call_timer.h"
+#include "kh/run/python_callables.h"
 #include "kh/run/timed_trial.h"
 #include "kh/run/trial_runner.h"
 #include "kh/run/worker_protocol.h"
@@ -48,8 +50,8 @@ namespace {
 
 class Worker {
  public:
-  Worker(std::unique_ptr<MemoryBackend> backend, FILE* protocol)
-      : backend_(std::move(backend)), out_(protocol) {}
+  Worker(std::unique_ptr<MemoryBackend> backend, FILE* protocol, PythonHooks python)
+      : backend_(std::move(backend)), out_(protocol), python_(python) {}
 
   void send(const Json& j) {
     const std::string line = j.dump() + "\n";
@@ -61,17 +63,18 @@ class Worker {
     const JsonCursor c(request, "request");
     const std::string op = c.at("op").as_string();
     if (op == "load") {
-      // "slot": "peer" loads the second candidate of a paired gate beside the first.
-      const bool peer = c.has("slot") && c.at("slot").as_string() == "peer";
-      std::unique_ptr<CandidateLibrary>& slot = peer ? peer_ : library_;
+      // "slot": "peer" loads the second candidate of a paired gate beside the first; "oracle"
+      // loads the definition's PyTorch reference as the judge of later trials.
+      const std::string slot_name = c.has("slot") ? c.at("slot").as_string() : "";
+      std::unique_ptr<CandidateLibrary>& slot =
+          slot_name == "peer" ? peer_ : slot_name == "oracle" ? oracle_ : library_;
       slot.reset();
       try {
-        const std::string library = c.at("library").as_string();
-        if (is_builtin_candidate(library)) {
-          open_dataset(c.at("root").as_string());
-          slot = make_builtin_candidate(library, dataset_->definition(c.at("entry").as_string()));
+        open_dataset(c.at("root").as_string());
+        if (slot_name == "oracle") {
+          slot = load_python_reference(python_, dataset_->definition(c.at("definition").as_string()));
         } else {
-          slot = std::make_unique<CandidateLibrary>(library, c.at("entry").as_string());
+          slot = load_candidate(c.at("library").as_string(), c.at("entry").as_string());
         }
       } catch (const Error& e) {
         return {{"ok", false}, {"kind", "load"}, {"error", e.what()}};
@@ -87,6 +90,8 @@ class Worker {
         o.cpu_reference = request.at("cpu_reference").as_bool();
         return o;
       };
+      TrialOptions options = trial_options(c);
+      options.oracle = oracle_.get();
       const InputGenerator generator = generator_for(c);
       CallObserver observer{[this] {
                               send({{"event", kEventCallStart}});
@@ -95,7 +100,7 @@ class Worker {
                               send({{"event", kEventCallEnd}});
                             }};
       const TrialResult r = run_trial(*backend_, *library_, generator, c.at("trial").as_int(),
-                                      trial_options(c), observer);
+                                      options, observer);
       Json reply = check_result_json(r.check);
       reply["ok"] = true;
       reply["calls"] = r.calls;
@@ -108,6 +113,23 @@ class Worker {
   }
 
  private:
+  // A built library, a Python candidate's manifest, or a builtin (whose entry names the
+  // definition).
+  std::unique_ptr<CandidateLibrary> load_candidate(const std::string& library,
+                                                   const std::string& entry) {
+    if (library == kDefinitionReferenceBuiltin)
+      return load_python_reference(python_, dataset_->definition(entry));
+    if (is_builtin_candidate(library))
+      return make_builtin_candidate(library, dataset_->definition(entry));
+    if (is_python_candidate_library(library)) {
+      const Json manifest = read_json_file(library);
+      const JsonCursor m(manifest, library);
+      return load_python_candidate(python_, library,
+                                   dataset_->definition(m.at("definition").as_string()));
+    }
+    return std::make_unique<CandidateLibrary>(library, entry);
+  }
+
   // The inputs of the workload a trial or time request names ("root", "definition", "workload"
   // or the workload itself in "workload_json", "seed", "variant").
   InputGenerator generator_for(const JsonCursor& c) {
@@ -141,6 +163,7 @@ class Worker {
     const TimingMethod method = parse_timing_method(c.at("method").as_string());
     InterleavedTimer& timer = timer_for(method);
     const InputGenerator generator = generator_for(c);
+    const PythonTimedScope timed_calls;
     const TimingConfig config{static_cast<int>(c.at("warmup").as_int()),
                               static_cast<int>(c.at("iterations").as_int()), 1};
     const TimedTrial t = run_timed_trial(*backend_, *library_, generator, c.at("trial").as_int(),
@@ -174,6 +197,7 @@ class Worker {
     const TimingMethod method = parse_timing_method(c.at("method").as_string());
     InterleavedTimer& timer = timer_for(method);
     const InputGenerator generator = generator_for(c);
+    const PythonTimedScope timed_calls;
     std::vector<int> order;
     for (std::size_t i = 0; i < c.at("order").size(); ++i)
       order.push_back(static_cast<int>(c.at("order").at(i).as_int()));
@@ -199,6 +223,8 @@ class Worker {
   FILE* out_;
   std::unique_ptr<CandidateLibrary> library_;
   std::unique_ptr<CandidateLibrary> peer_;   // a paired gate's second candidate
+  std::unique_ptr<CandidateLibrary> oracle_;  // the definition's PyTorch reference, when asked
+  PythonHooks python_;                        // set in the Python worker only
   std::unique_ptr<InterleavedTimer> timer_;  // created by the first timed request (timer_for)
   std::unique_ptr<Dataset> dataset_;
   std::string dataset_root_;
@@ -206,7 +232,7 @@ class Worker {
 
 }  // namespace
 
-int run_worker(const std::string& backend_name, int device) {
+int run_worker(const std::string& backend_name, int device, const PythonHooks& python) {
   // Keep the real stdout for the protocol; anything else written to fd 1 goes to the log.
   const int protocol_fd = dup(STDOUT_FILENO);
   dup2(STDERR_FILENO, STDOUT_FILENO);
@@ -219,9 +245,11 @@ int run_worker(const std::string& backend_name, int device) {
   } else {
     fail("unknown backend '{}' (cpu or cuda)", backend_name);
   }
-  Worker worker(std::move(backend), protocol);
-  worker.send(
-      {{"event", "ready"}, {"pid", static_cast<long>(getpid())}, {"backend", backend_name}});
+  Worker worker(std::move(backend), protocol, python);
+  worker.send({{"event", "ready"},
+               {"pid", static_cast<long>(getpid())},
+               {"backend", backend_name},
+               {"python", python.present()}});
   std::string line;
   while (std::getline(std::cin, line)) {
     if (line.empty()) continue;

@@ -3,6 +3,11 @@
 //   coordinator -> worker   {"id": n, "op": "load", "library": path | "builtin:...", "entry":
 //                            symbol (a builtin: the definition), "root": dataset,
 //                            "slot": "peer" (optional: a paired gate's second candidate)}
+//                            library may be a Python candidate's python_candidate.json or
+//                            "builtin:definition_reference" (Python worker only)
+//                           {"id": n, "op": "load", "slot": "oracle", "root", "definition"}
+//                            (Python worker only): later trials are judged by the definition's
+//                            PyTorch reference
 //                           {"id": n, "op": "trial", "root", "definition", "workload" (uuid),
 //                            "workload_json" (optional: the workload itself; else looked up by
 //                            uuid in the dataset at root), "trial",
@@ -30,6 +35,7 @@
 
 #include "kh/check/check_result.h"
 #include "kh/core/json_io.h"
+#include "kh/run/python_callables.h"
 
 namespace kh {
 
@@ -40,6 +46,7 @@ Json check_result_json(const CheckResult& r);
 CheckResult check_result_from_json(const Json& j);
 
 /// Runs the worker loop on stdin/stdout until "quit" or end of input; returns the exit code.
-int run_worker(const std::string& backend, int device);
+/// `python`: the Python worker's callbacks (kh_worker_main), none in `kh worker`.
+int run_worker(const std::string& backend, int device, const PythonHooks& python = {});
 
 }  // namespace kh

@@ -1,0 +1,5 @@
+"""alpha * x + y written into `out` (destination-passing style)."""
+
+
+def run(x, y, alpha, out):
+    out[:] = alpha * x + y
