@@ -14,29 +14,10 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const std::string kUserDataset = "tests/data/user_dataset";
-
-// `kh eval --json` on the user dataset (tests/data/user_dataset), like run_kh_eval; with
-// `refused`, kh is expected to stop with an error instead of printing a report.
+// kh eval on the user dataset (tests/data/user_dataset), whose definition has no native reference.
 test::KhEval eval_user(const std::string& args, bool refused = false) {
-  static test::ScopedTempDir logs;
-  test::KhEval e;
-  e.run = test::run_command(
-      "KH_MEMORY_DIR= " + std::string(KH_BINARY) + " eval --json --root " +
-      (test::source_dir() / kUserDataset).string() + " --cache " +
-      (test::source_dir() / "build" / "test-build-cache").string() + " --logs " +
-      logs.path().string() + " --store " + (logs.path() / "store").string() + " " + args);
-  if (refused) {
-    EXPECT_EQ(e.run.status, 1) << e.run.out;
-    return e;
-  }
-  try {
-    e.report = parse_json(e.run.out, "kh eval output");
-  } catch (...) {
-    ADD_FAILURE() << "kh eval " << args << " printed no JSON (exit " << e.run.status
-                  << "); stderr: " << e.run.err;
-  }
-  return e;
+  return test::run_kh_eval_on(test::source_dir() / "tests" / "data" / "user_dataset", args,
+                              refused);
 }
 
 std::string candidate(const std::string& name) {

@@ -87,15 +87,20 @@ CommandResult run_command(const std::string& command) {
   return r;
 }
 
-KhEval run_kh_eval(const std::string& args) {
+KhEval run_kh_eval(const std::string& args) { return run_kh_eval_on(source_dir(), args); }
+
+KhEval run_kh_eval_on(const std::filesystem::path& root, const std::string& args, bool refused) {
   static const std::string cache = (source_dir() / "build" / "test-build-cache").string();
   static ScopedTempDir logs;
   KhEval e;
   // Each test binary records into its own store, without the project's memory bundles.
-  e.run =
-      run_command("KH_MEMORY_DIR= " + std::string(KH_BINARY) + " eval --json --root " +
-                  source_dir().string() + " --cache " + cache + " --logs " + logs.path().string() +
-                  " --store " + (logs.path() / "store").string() + " " + args);
+  e.run = run_command("KH_MEMORY_DIR= " + std::string(KH_BINARY) + " eval --json --root " +
+                      root.string() + " --cache " + cache + " --logs " + logs.path().string() +
+                      " --store " + (logs.path() / "store").string() + " " + args);
+  if (refused) {
+    EXPECT_EQ(e.run.status, 1) << e.run.out;
+    return e;
+  }
   try {
     e.report = parse_json(e.run.out, "kh eval output");
   } catch (...) {

@@ -59,6 +59,10 @@ struct KhEval {
   }
 };
 KhEval run_kh_eval(const std::string& args);
+/// The same on another dataset folder; with `refused`, kh is expected to stop with an error
+/// (exit 1) instead of printing a report.
+KhEval run_kh_eval_on(const std::filesystem::path& root, const std::string& args,
+                      bool refused = false);
 
 /// Whether a CUDA device is usable (a cuda backend can be made on device 0).
 bool have_gpu();
