@@ -60,7 +60,12 @@ def main():
     for path in sorted(glob.glob(os.path.join(out, "sweep_*.json"))):
         name = os.path.basename(path)[len("sweep_"):-len(".json")]
         definition, timer = name.rsplit("_", 1)
-        sweep = load(path)
+        try:
+            sweep = load(path)
+        except ValueError:  # killed before it printed its outcome (see steps)
+            definitions.setdefault(definition, {})[timer] = {
+                **steps.get(name, {}), "unfinished": True}
+            continue
         axes = workload_axes(out, definition)
         candidates = []
         for c in sweep["candidates"]:
