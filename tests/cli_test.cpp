@@ -34,6 +34,27 @@ TEST(Cli, ValidateSummarisesTheShippedDataset) {
   EXPECT_THAT(j.out, HasSubstr("\"total_workloads\": 324"));
 }
 
+TEST(Cli, RooflineGivesEveryWorkloadItsCostAndFloor) {
+  test::ScopedTempDir dir;
+  const auto ceilings = test::write_file(
+      dir.path() / "ceilings.json",
+      R"({"gpu": "test", "copy_bytes_per_second": 1e12, "bf16_flops_per_second": 1e15,
+          "fp8_flops_per_second": 2e15, "fp32_flops_per_second": 1e14,
+          "empty_kernel_seconds": 1e-6, "gather_latency_seconds": 1e-7})");
+  const test::CommandResult r =
+      test::run_command(std::string(KH_BINARY) + " roofline " + kDecode + " --json --root " +
+                        test::source_dir().string() + " --ceilings " + ceilings.string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const Json j = parse_json(r.out, "kh roofline output");
+  ASSERT_EQ(j.at("workloads").size(), 54u);
+  for (const auto& w : j.at("workloads")) {
+    // Memory-bound: the floor is the bytes over the copy rate.
+    const double bytes = w.at("bytes").get<double>();
+    EXPECT_GT(bytes, 0);
+    EXPECT_DOUBLE_EQ(w.at("floor_seconds").get<double>(), bytes / 1e12);
+  }
+}
+
 TEST(Cli, ValidateReportsABrokenDatasetInOneLine) {
   test::ScopedTempDir dir;
   test::write_file(dir.path() / "definitions/x/bad.json", R"({"name": "bad", "op_type": 3})");

@@ -19,7 +19,8 @@
 #   workload of each definition (default 1: the full official set); KH_BACKEND=cpu KH_TIMERS=wall
 #   rehearses the script without a GPU (the torch baselines then fail to load);
 #   KH_REFERENCE_UNTIMED="DEF..." leaves those definitions' PyTorch references out of the sweeps
-#   (default: GDN prefill).
+#   (default: GDN prefill); KH_CEILINGS=FILE (kh ceilings' output for this GPU) puts each
+#   workload's roofline floor beside its latency.
 set -u
 out=${1:?usage: bench/baselines/run_baselines.sh OUT_DIR [DEFINITION...]}
 shift
@@ -28,6 +29,8 @@ cache=${KH_CACHE:-build/test-build-cache}
 timers=${KH_TIMERS:-cupti graph}
 stride=${KH_WORKLOADS_STRIDE:-1}
 backend=${KH_BACKEND:-cuda}
+ceilings=()
+[ -n "${KH_CEILINGS:-}" ] && ceilings=(--ceilings "$KH_CEILINGS")
 correctness_only=${KH_REFERENCE_UNTIMED:-gdn_prefill_qk4_v8_d128_k_last}
 export KH_MEMORY_DIR=  # a fresh store: only this run's results
 mkdir -p "$out"
@@ -57,7 +60,7 @@ for def in "${definitions[@]}"; do
     name="${def}_${timer}"
     start=$(date +%s.%N)
     "$kh" sweep "${cands[@]}" -d "$def" --workloads "$workloads" --backend "$backend" --timing "$timer" \
-      --trials 1 --cache "$cache" --logs "$out/logs" --store "$store" --json \
+      --trials 1 "${ceilings[@]}" --cache "$cache" --logs "$out/logs" --store "$store" --json \
       >"$out/sweep_$name.json" 2>"$out/sweep_$name.log"
     status=$?
     echo "$name $status $(python3 -c "import time; print(round(time.time() - $start, 1))")" |

@@ -4,7 +4,11 @@ per definition and timer, every candidate's per-workload status, latency and roo
 summary, and the headline points the kernel issues quote (GDN decode at batch 64, GDN prefill at
 8192 tokens in 57 cu_seqlens entries).
 
-Usage: bench/baselines/summarize_baselines.py OUT_DIR RESULT.json COMMIT
+Usage: bench/baselines/summarize_baselines.py [--floors DIR] RESULT.json COMMIT OUT_DIR...
+Several output folders (runs with other timers, definitions or strides) merge into one result; a
+later folder's (definition, timer) replaces an earlier one's unless it did not finish. A run swept
+without ceilings gets its floors from DIR/roofline_<definition>.json (`kh roofline D --ceilings
+FILE --json`: the same cost model on the same trial-0 inputs).
 """
 import datetime
 import glob
@@ -31,7 +35,7 @@ def workload_axes(out, definition):
     if os.path.exists(path):
         for line in open(path):
             w = json.loads(line)["workload"]
-            axes[w["uuid"]] = w["axes"]
+            axes[w["uuid"].replace("-", "")] = w["axes"]
     return axes
 
 
@@ -40,15 +44,31 @@ def headline(definition, axes, rows):
     if not pick:
         return None
     chosen = [r for r in rows
-              if all(axes.get(r["workload"], {}).get(k) == v for k, v in pick.items())]
+              if all(axes.get(r["workload"].replace("-", ""), {}).get(k) == v
+                     for k, v in pick.items())]
     timed = [r["latency_seconds"] for r in chosen if r["latency_seconds"] is not None]
     return {"axes": pick, "workloads": len(chosen), "timed": len(timed),
             "mean_latency_us": round(statistics.mean(timed) * 1e6, 3) if timed else None,
             "latencies_us": [round(t * 1e6, 3) for t in timed]}
 
 
-def main():
-    out, result, commit = sys.argv[1], sys.argv[2], sys.argv[3]
+def load_floors(folder):
+    floors = {}
+    for path in glob.glob(os.path.join(folder, "roofline_*.json")):
+        for w in load(path)["workloads"]:
+            floors[w["workload"].replace("-", "")] = w["floor_seconds"]
+    return floors
+
+
+def with_floor(row, floors):
+    if row["floor_seconds"] is None:
+        row["floor_seconds"] = floors.get(row["workload"].replace("-", ""))
+        if row["floor_seconds"] is not None and row["latency_seconds"]:
+            row["fraction_of_floor"] = row["floor_seconds"] / row["latency_seconds"]
+    return row
+
+
+def summarize(out, definitions, floors):
     machine = open(os.path.join(out, "gpu.txt")).read().strip().split(", ")
     gpu, driver = machine if len(machine) == 2 else ("none", "none")
     steps = {}
@@ -56,15 +76,14 @@ def main():
         parts = line.split()
         if len(parts) == 3 and parts[1].lstrip("-").isdigit():
             steps[parts[0]] = {"exit_status": int(parts[1]), "wall_seconds": float(parts[2])}
-    definitions = {}
     for path in sorted(glob.glob(os.path.join(out, "sweep_*.json"))):
         name = os.path.basename(path)[len("sweep_"):-len(".json")]
         definition, timer = name.rsplit("_", 1)
         try:
             sweep = load(path)
         except ValueError:  # killed before it printed its outcome (see steps)
-            definitions.setdefault(definition, {})[timer] = {
-                **steps.get(name, {}), "unfinished": True}
+            definitions.setdefault(definition, {}).setdefault(timer, {
+                **steps.get(name, {}), "unfinished": True, "run": os.path.basename(out)})
             continue
         axes = workload_axes(out, definition)
         candidates = []
@@ -73,15 +92,31 @@ def main():
             if not os.path.exists(show_path):
                 continue
             show = load(show_path)
-            rows = [{k: r[k] for k in ("workload", "index", "status", "latency_seconds",
+            rows = [with_floor({k: r[k] for k in ("workload", "index", "status", "latency_seconds",
                                         "floor_seconds", "fraction_of_floor")}
-                    | ({"message": r["message"][:400]} if r["status"] != "PASSED" else {})
+                    | ({"message": r["message"][:400]} if r["status"] != "PASSED" else {}),
+                               floors)
                     for r in show["results"]]
             candidates.append({"name": c["name"], "hash": c["hash"], "summary": show["summary"],
                                "headline": headline(definition, axes, rows), "workloads": rows})
         definitions.setdefault(definition, {})[timer] = {
-            **steps.get(name, {}), "sweep": sweep["sweep"], "items": sweep["items"],
-            "passed": sweep["passed"], "failed": sweep["failed"], "candidates": candidates}
+            **steps.get(name, {}), "run": os.path.basename(out), "workloads": len(axes),
+            "sweep": sweep["sweep"], "items": sweep["items"], "passed": sweep["passed"],
+            "failed": sweep["failed"], "candidates": candidates}
+    return gpu, driver
+
+
+def main():
+    args = sys.argv[1:]
+    floors = {}
+    if args[:1] == ["--floors"]:
+        floors, args = load_floors(args[1]), args[2:]
+    result, commit, outs = args[0], args[1], args[2:]
+    definitions = {}
+    machines = {summarize(out, definitions, floors) for out in outs}
+    if len(machines) != 1:
+        sys.exit("the runs come from different machines: %s" % sorted(machines))
+    gpu, driver = machines.pop()
     doc = {
         "what": "each definition's current candidate, its baselines (baselines/) and its "
                 "official PyTorch reference, swept interleaved per workload under two timers",
@@ -96,7 +131,8 @@ def main():
                   "interleaved per workload, the first rotating. cupti: the span of the call's "
                   "kernels (FlashInfer-Bench's method); graph: CUDA-graph replay of one call. "
                   "Python baselines run in kh's Python worker on kh's stream. Floors: the "
-                  "roofline minimum of each call from the machine ceilings, where stored",
+                  "roofline minimum of each call (kh's cost model on the trial-0 inputs) on the "
+                  "machine's measured ceilings; fraction_of_floor = floor / latency",
         "definitions": definitions,
     }
     with open(result, "w") as f:

@@ -24,6 +24,7 @@ void register_commands(CLI::App& app) {
   add_history_command(app);
   add_compare_command(app);
   add_regimes_command(app);
+  add_roofline_command(app);
   add_report_command(app);
   add_store_command(app);
   add_noise_command(app);

@@ -1,0 +1,16 @@
+if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {
+  set terminal pngcairo noenhanced size 1000,500
+} else {
+  set terminal png noenhanced size 1000,500
+}
+set datafile separator whitespace
+reset
+set output 'latency.png'
+set title 'moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048: latency per workload'
+set xlabel 'workload index (dataset order)'
+set ylabel 'latency (us)'
+set logscale y
+set grid
+set key outside right top
+plot 'latency.dat' index 0 using 1:2 with points title 'moe_fp8_simple_cuda'
+set output
