@@ -39,7 +39,7 @@ SCALAR_CTYPES = {(0, 8): ctypes.c_int8, (0, 16): ctypes.c_int16, (0, 32): ctypes
                  (0, 64): ctypes.c_int64, (1, 8): ctypes.c_uint8, (1, 16): ctypes.c_uint16,
                  (1, 32): ctypes.c_uint32, (1, 64): ctypes.c_uint64, (2, 32): ctypes.c_float,
                  (2, 64): ctypes.c_double, (6, 8): ctypes.c_bool}
-VIEW_CACHE_LIMIT = 256  # views kept between calls (the buffers of a trial are reused)
+VIEW_CACHE_LIMIT = 256  # raw byte views kept between calls (a trial's buffers are reused)
 
 
 class CudaBytes:
@@ -86,16 +86,18 @@ class TensorViews:
             self.torch.cuda.set_device(device)
         self.streams = {}
         self.cache = {}
+        self.numerics = self.torch_numerics()
 
     @property
     def library(self):
         return "torch" if self.torch is not None else "numpy"
 
-    def argument(self, t, view):
-        """What a function receives for an input: None when absent, a number for a scalar."""
+    def argument(self, t, view, scalar):
+        """What a function receives for an input: None when absent, a number for a scalar (shape
+        null in the definition: a 0-d host tensor); a 0-d tensor input stays a tensor."""
         if not t.data:
             return None
-        if t.ndim == 0:
+        if scalar:
             key = (t.dtype.code, t.dtype.bits)
             value = SCALAR_CTYPES[key].from_address(t.data).value if key in SCALAR_CTYPES else \
                 float(view.item())
@@ -105,52 +107,89 @@ class TensorViews:
         return view
 
     def view(self, t):
+        """A fresh typed view per call (a candidate may change a view's metadata in place) over
+        raw bytes that are cached by address, so building it costs little."""
         if not t.data:
             return None
         shape = tuple(t.shape[d] for d in range(t.ndim))
-        key = (t.data, t.device.device_type, t.dtype.code, t.dtype.bits, shape)
-        cached = self.cache.get(key)
-        if cached is not None:
-            return cached
-        if len(self.cache) >= VIEW_CACHE_LIMIT:
-            self.cache.clear()
         numel = 1
         for extent in shape:
             numel *= extent
         nbytes = (numel * t.dtype.bits * max(1, t.dtype.lanes) + 7) // 8
         dtype_key = (t.dtype.code, t.dtype.bits)
-        view = self.torch_view(t, shape, nbytes, dtype_key) if self.torch is not None else \
-            self.numpy_view(t, shape, nbytes, dtype_key)
-        self.cache[key] = view
-        return view
-
-    def torch_view(self, t, shape, nbytes, dtype_key):
-        torch = self.torch
-        dtype = getattr(torch, TORCH_DTYPES.get(dtype_key, "uint8"))
-        on_device = t.device.device_type == KDL_CUDA
-        device = torch.device("cuda", t.device.device_id) if on_device else torch.device("cpu")
-        if nbytes == 0:
-            return torch.empty(shape, dtype=dtype, device=device)
-        if on_device:
-            raw = torch.as_tensor(CudaBytes(t.data, nbytes), device=device)
+        if self.torch is not None:
+            dtype = getattr(self.torch, TORCH_DTYPES.get(dtype_key, "uint8"))
         else:
-            raw = torch.frombuffer((ctypes.c_uint8 * nbytes).from_address(t.data),
-                                   dtype=torch.uint8)
-        return raw.view(dtype).view(shape)
-
-    def numpy_view(self, t, shape, nbytes, dtype_key):
-        np = self.numpy
-        dtype = getattr(np, NUMPY_DTYPES.get(dtype_key, "uint8"))
+            dtype = getattr(self.numpy, NUMPY_DTYPES.get(dtype_key, "uint8"))
         if nbytes == 0:
-            return np.empty(shape, dtype=dtype)
-        raw = np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(t.data))
+            return self.empty(shape, dtype, t)
+        key = (t.data, t.device.device_type, t.device.device_id, nbytes)
+        raw = self.cache.get(key)
+        if raw is None:
+            if len(self.cache) >= VIEW_CACHE_LIMIT:
+                self.cache.clear()
+            raw = self.raw_bytes(t, nbytes)
+            self.cache[key] = raw
+        if self.torch is not None:
+            return raw.view(dtype).view(shape)
         return raw.view(dtype).reshape(shape)
 
+    def empty(self, shape, dtype, t):
+        if self.torch is None:
+            return self.numpy.empty(shape, dtype=dtype)
+        on_device = t.device.device_type == KDL_CUDA
+        device = self.torch.device("cuda", t.device.device_id) if on_device else "cpu"
+        return self.torch.empty(shape, dtype=dtype, device=device)
+
+    def raw_bytes(self, t, nbytes):
+        """kh's buffer as a 1-d uint8 tensor (or array) aliasing its memory."""
+        host = (ctypes.c_uint8 * nbytes).from_address(t.data) \
+            if t.device.device_type != KDL_CUDA else None
+        if self.torch is None:
+            return self.numpy.ctypeslib.as_array(host)
+        if host is None:
+            device = self.torch.device("cuda", t.device.device_id)
+            return self.torch.as_tensor(CudaBytes(t.data, nbytes), device=device)
+        return self.torch.frombuffer(host, dtype=self.torch.uint8)
+
+    def torch_numerics(self):
+        """torch's global numerics settings, or None without torch."""
+        if self.torch is None:
+            return None
+        torch = self.torch
+        return (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
+                torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+                torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+                torch.get_float32_matmul_precision(), torch.get_default_dtype())
+
+    def set_torch_numerics(self, numerics):
+        torch = self.torch
+        (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
+         torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+         torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction) = numerics[:4]
+        torch.set_float32_matmul_precision(numerics[4])
+        torch.set_default_dtype(numerics[5])
+
+    def synchronize(self):
+        """Waits for the device, whatever stream the call used (kh waits only for its own)."""
+        if self.torch is not None and self.backend == "cuda":
+            self.torch.cuda.synchronize(self.device)
+
     @contextlib.contextmanager
-    def calling_on(self, stream):
-        """torch launches on kh's stream (the one kh times) without autograd bookkeeping."""
+    def calling_on(self, stream, pristine_numerics=False):
+        """torch launches on kh's stream (the one kh times) without autograd bookkeeping; with
+        `pristine_numerics`, under torch's settings as they were when the worker started."""
         if self.torch is None:
             yield
+            return
+        if pristine_numerics:
+            current = self.torch_numerics()
+            self.set_torch_numerics(self.numerics)
+            try:
+                with self.calling_on(stream):
+                    yield
+            finally:
+                self.set_torch_numerics(current)
             return
         with self.torch.no_grad():
             if self.backend != "cuda" or not stream:

@@ -19,8 +19,10 @@ them on views of kh's buffers:
 
 import argparse
 import ctypes
+import importlib.machinery
 import importlib.util
 import json
+import linecache
 import os
 import sys
 import traceback
@@ -29,10 +31,10 @@ import kh_tensors
 
 # Return codes (include/kh/abi.h, include/kh/python_worker.h).
 KH_OK = 0
-KH_PYTHON_EXCEPTION = 100
-KH_PYTHON_WRONG_SHAPE = 101
-KH_PYTHON_WRONG_DTYPE = 102
-KH_PYTHON_WRONG_COUNT = 103
+KH_PYTHON_EXCEPTION = -1000
+KH_PYTHON_WRONG_SHAPE = -1001
+KH_PYTHON_WRONG_DTYPE = -1002
+KH_PYTHON_WRONG_COUNT = -1003
 KH_PYTHON_CALL_TIMED = 1
 
 LOAD_FN = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_uint64)
@@ -50,27 +52,40 @@ class CallFailure(Exception):
 
 
 def write_message(buffer, size, text):
-    data = text.encode("utf-8", "replace")[: max(0, size - 1)]
+    """Copies text into kh's buffer; a long one keeps its end (a traceback's last line says what
+    was raised), cut on a character boundary."""
+    data = text.encode("utf-8", "replace")
+    if len(data) > size - 1:
+        data = data[len(data) - (size - 1):].decode("utf-8", "ignore").encode("utf-8")
     ctypes.memmove(buffer, data + b"\0", len(data) + 1)
 
 
 class Callable:
     """One loaded function with its calling style and the definition's input/output names."""
 
-    def __init__(self, fn, destination_passing, inputs, outputs, label):
+    def __init__(self, fn, destination_passing, definition, label, reference=False):
         self.fn = fn
         self.destination_passing = destination_passing
-        self.inputs = inputs
-        self.outputs = outputs
+        self.inputs = definition["inputs"]
+        self.outputs = definition["outputs"]
+        self.scalars = definition["scalar_inputs"]  # per input: shape null in the definition
         self.label = label
+        self.reference = reference
 
 
-def load_module(path, name, params):
-    """Imports a candidate's entry file as a fresh module; KH_PARAMS holds its param values."""
-    folder = os.path.dirname(path)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)  # sibling modules of the candidate import by name
-    spec = importlib.util.spec_from_file_location(name, path)
+def load_module(folder, entry_file, package, params):
+    """Imports a candidate's entry file as a module of its own package (`package`, rooted at the
+    candidate's folder), as FlashInfer-Bench imports a solution: relative imports reach its other
+    files, and two candidates with files of the same name never share a module. KH_PARAMS holds
+    its param values before its code runs."""
+    root = importlib.util.module_from_spec(
+        importlib.machinery.ModuleSpec(package, None, is_package=True))
+    root.__path__ = [folder]
+    sys.modules[package] = root
+    name = package + "." + os.path.splitext(entry_file)[0].replace("/", ".")
+    spec = importlib.util.find_spec(name)
+    if spec is None:
+        raise ImportError("cannot find %s in %s" % (entry_file, folder))
     module = importlib.util.module_from_spec(spec)
     module.KH_PARAMS = dict(params)
     sys.modules[name] = module
@@ -81,7 +96,10 @@ def load_module(path, name, params):
 def load_reference(definition):
     """The definition's `reference` code, as FlashInfer-Bench builds it: its `run`, value-returning."""
     namespace = {"__name__": "kh_reference_" + definition["name"]}
-    code = compile(definition["reference"], "<reference of %s>" % definition["name"], "exec")
+    filename = "<reference of %s>" % definition["name"]
+    source = definition["reference"]
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)  # tracebacks
+    code = compile(source, filename, "exec")
     exec(code, namespace)
     if not callable(namespace.get("run")):
         raise RuntimeError("the reference of %s defines no function run" % definition["name"])
@@ -98,17 +116,17 @@ class Bridge:
         try:
             request = json.loads(request_json.decode("utf-8"))
             definition = request["definition"]
-            if request["kind"] == "reference":
+            reference = request["kind"] == "reference"
+            if reference:
                 fn, dps = load_reference(definition), False
                 label = "reference of " + definition["name"]
             else:
                 manifest_path = request["manifest"]
                 with open(manifest_path) as f:
                     manifest = json.load(f)
-                folder = os.path.dirname(manifest_path)
-                module_name = "kh_candidate_%d_%s" % (self.next_handle, manifest["name"])
-                module = load_module(os.path.join(folder, manifest["entry_file"]), module_name,
-                                     manifest.get("params", {}))
+                package = "kh_candidate_%d" % self.next_handle
+                module = load_module(os.path.dirname(manifest_path), manifest["entry_file"],
+                                     package, manifest.get("params", {}))
                 fn = getattr(module, manifest["function"], None)
                 if not callable(fn):
                     raise RuntimeError("%s defines no function %s" %
@@ -117,8 +135,7 @@ class Bridge:
                 label = manifest["name"]
             handle = self.next_handle
             self.next_handle += 1
-            self.callables[handle] = Callable(fn, dps, definition["inputs"],
-                                              definition["outputs"], label)
+            self.callables[handle] = Callable(fn, dps, definition, label, reference)
             return handle
         except BaseException:  # noqa: BLE001 - everything becomes the load's message
             write_message(error, error_size, traceback.format_exc())
@@ -133,17 +150,23 @@ class Bridge:
             n_in, n_out = len(target.inputs), len(target.outputs)
             if count != n_in + n_out:
                 raise RuntimeError("%d tensors for %d inputs and %d outputs" % (count, n_in, n_out))
+            timed = bool(flags & KH_PYTHON_CALL_TIMED)
             array = (kh_tensors.DLTensor * count).from_address(tensors)
             views = [self.tensors.view(array[i]) for i in range(count)]
-            args = [self.tensors.argument(array[i], views[i]) for i in range(n_in)]
+            args = [self.tensors.argument(array[i], views[i], target.scalars[i])
+                    for i in range(n_in)]
             outs = views[n_in:]
-            with self.tensors.calling_on(stream):
+            # A reference computes with torch's numerics as they were when the worker started,
+            # whatever a candidate's import changed (TF32, matmul precision, default dtype).
+            with self.tensors.calling_on(stream, pristine_numerics=target.reference):
                 if target.destination_passing:
                     target.fn(*args, *outs)
                 else:
                     result = target.fn(*args)
-                    if not flags & KH_PYTHON_CALL_TIMED:
+                    if not timed:
                         self.store_results(target, result, outs)
+            if not timed:
+                self.tensors.synchronize()  # work on other streams too, as FlashInfer-Bench waits
             return KH_OK
         except CallFailure as failure:
             write_message(error, error_size, str(failure))

@@ -45,6 +45,12 @@ TEST(PythonWorker, ExceptionIsARuntimeErrorWithItsTraceback) {
   EXPECT_THAT(e.message(), HasSubstr("planted failure in the candidate"));
 }
 
+TEST(PythonWorker, AnOverlongMessageKeepsItsEnd) {
+  const test::KhEval e = eval_user(axpy_fault("raise_long") + " -w 1");
+  EXPECT_EQ(e.status(), "RUNTIME_ERROR");
+  EXPECT_THAT(e.message(), HasSubstr("planted failure at the end"));
+}
+
 TEST(PythonWorker, WrongShapeDtypeAndCountAreReportedAsSuch) {
   EXPECT_EQ(eval_user(axpy_fault("wrong_shape") + " -w 1").status(), "INCORRECT_SHAPE");
   EXPECT_EQ(eval_user(axpy_fault("wrong_dtype") + " -w 1").status(), "INCORRECT_DTYPE");

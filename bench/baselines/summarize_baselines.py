@@ -68,6 +68,25 @@ def with_floor(row, floors):
     return row
 
 
+CAPTURE_FAILURES = ("during graph capture", "cannot be captured in a CUDA graph")
+
+
+def label_capture_failure(row):
+    """A graph timing that failed because the call cannot be captured is kh's RUNTIME_ERROR (the
+    official rule for a timer failure), but the candidate passed its correctness trial: say so."""
+    if row["status"] == "RUNTIME_ERROR" and any(m in row.get("message", "")
+                                                for m in CAPTURE_FAILURES):
+        row["timing_error"] = "not capturable in a CUDA graph (correctness passed)"
+    return row
+
+
+def official_count(definition):
+    """How many workloads the definition's official set has (the shipped dataset)."""
+    paths = glob.glob(os.path.join(os.path.dirname(__file__), "..", "..", "workloads", "*",
+                                   definition + ".jsonl"))
+    return sum(1 for _ in open(paths[0])) if paths else None
+
+
 def summarize(out, definitions, floors):
     machine = open(os.path.join(out, "gpu.txt")).read().strip().split(", ")
     gpu, driver = machine if len(machine) == 2 else ("none", "none")
@@ -92,15 +111,18 @@ def summarize(out, definitions, floors):
             if not os.path.exists(show_path):
                 continue
             show = load(show_path)
-            rows = [with_floor({k: r[k] for k in ("workload", "index", "status", "latency_seconds",
+            rows = [label_capture_failure(with_floor({k: r[k] for k in ("workload", "index", "status", "latency_seconds",
                                         "floor_seconds", "fraction_of_floor")}
                     | ({"message": r["message"][:400]} if r["status"] != "PASSED" else {}),
-                               floors)
+                               floors))
                     for r in show["results"]]
-            candidates.append({"name": c["name"], "hash": c["hash"], "summary": show["summary"],
+            summary = dict(show["summary"])
+            summary["not_capturable"] = sum(1 for r in rows if "timing_error" in r)
+            candidates.append({"name": c["name"], "hash": c["hash"], "summary": summary,
                                "headline": headline(definition, axes, rows), "workloads": rows})
         definitions.setdefault(definition, {})[timer] = {
             **steps.get(name, {}), "run": os.path.basename(out), "workloads": len(axes),
+            "official_workloads": official_count(definition),
             "sweep": sweep["sweep"], "items": sweep["items"], "passed": sweep["passed"],
             "failed": sweep["failed"], "candidates": candidates}
     return gpu, driver

@@ -17,12 +17,13 @@
 
 #include "kh/abi.h"
 
-/* What a Python call returns beyond the ABI's KH_OK / KH_ERROR_*: the verdict it implies. */
+/* What a Python call returns beyond the ABI's KH_OK / KH_ERROR_*: the verdict it implies.
+ * Negative, so that no native candidate's status (a cudaError_t, say) reads as one of them. */
 enum {
-  KH_PYTHON_EXCEPTION = 100,   /* the function raised; the message is the traceback */
-  KH_PYTHON_WRONG_SHAPE = 101, /* a value-returning function returned a tensor of another shape */
-  KH_PYTHON_WRONG_DTYPE = 102, /* ... or of another dtype */
-  KH_PYTHON_WRONG_COUNT = 103, /* ... or another number of outputs */
+  KH_PYTHON_EXCEPTION = -1000,   /* the function raised; the message is the traceback */
+  KH_PYTHON_WRONG_SHAPE = -1001, /* a value-returning function returned another shape */
+  KH_PYTHON_WRONG_DTYPE = -1002, /* ... or another dtype */
+  KH_PYTHON_WRONG_COUNT = -1003, /* ... or another number of outputs */
 };
 
 /* Flags of a call. */
@@ -34,7 +35,8 @@ enum {
 
 /* Loads a Python callable. `request_json`: {"kind": "candidate", "manifest": path of
  * python_candidate.json, "definition": {...}} or {"kind": "reference", "definition": {...}}, where
- * the definition is {"name", "inputs": [names], "outputs": [names], "reference": code}. Returns
+ * the definition is {"name", "inputs": [names], "scalar_inputs": [bool per input: shape null],
+ * "outputs": [names], "reference": code}. Returns
  * a handle > 0, or 0 with a message (a traceback) in `error`. */
 typedef int64_t (*kh_python_load_fn)(const char* request_json, char* error, uint64_t error_size);
 

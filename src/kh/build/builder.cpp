@@ -178,10 +178,14 @@ std::string Builder::cache_key(const Candidate& c, const ParamValues& params) co
   for (const auto& f : c.flags) add_field(hash, "flag", f);
   for (const auto& t : c.targets) add_field(hash, "target", t);
   for (const auto& [name, value] : params) add_field(hash, "param", name + "=" + value);
-  if (is_python_language(c.language))
+  if (is_python_language(c.language)) {
+    // The manifest written into the entry names the candidate and its definition.
     add_field(hash, "destination_passing_style", c.destination_passing_style ? "1" : "0");
-  else
+    add_field(hash, "name", c.name);
+    add_field(hash, "definition", c.definition);
+  } else {
     add_field(hash, "compiler", compiler_identity(c.language));
+  }
   return hash.hex_digest();
 }
 

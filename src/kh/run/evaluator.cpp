@@ -69,6 +69,11 @@ bool uses_python_oracle(const std::string& oracle, const Definition& def) {
   return !native;
 }
 
+bool Evaluator::needs_python_worker(const Definition& def) const {
+  return uses_python_oracle(options_.oracle, def) || is_python_side(library_) ||
+         is_python_side(peer_library_);
+}
+
 std::vector<std::string> Evaluator::worker_command(const Definition& def) {
   std::vector<std::string> command;
   if (options_.sanitize) {
@@ -78,9 +83,7 @@ std::vector<std::string> Evaluator::worker_command(const Definition& def) {
     command = {"compute-sanitizer",    "--tool", "memcheck", "--padding", "64", "--log-file",
                sanitizer_log_.string()};
   }
-  const bool python = uses_python_oracle(options_.oracle, def) || is_python_side(library_) ||
-                      is_python_side(peer_library_);
-  if (python) {
+  if (needs_python_worker(def)) {
     const auto script = kh_home() / "python" / "kh_worker.py";
     const auto runtime = worker_library(options_.kh_binary);
     std::error_code ec;
@@ -88,7 +91,8 @@ std::vector<std::string> Evaluator::worker_command(const Definition& def) {
       fail("{}: the Python worker's library is missing (build the kh_worker target, or set "
            "KH_WORKER_LIBRARY)",
            runtime.string());
-    command.insert(command.end(), {python_interpreter(), script.string(), "--backend",
+    // -u: what a candidate prints reaches the log even if the worker dies.
+    command.insert(command.end(), {python_interpreter(), "-u", script.string(), "--backend",
                                    options_.backend, "--device", std::to_string(options_.device),
                                    "--runtime", runtime.string()});
   } else {
@@ -128,6 +132,10 @@ Evaluator::~Evaluator() {
 std::optional<CheckResult> Evaluator::ensure_worker(const Definition& def) {
   if (worker_ && worker_->running()) return std::nullopt;
   const std::vector<std::string> command = worker_command(def);
+  // A Python load imports the candidate (and maybe compiles what it builds at import) or the
+  // definition's reference: it gets the workload's time, not the start's.
+  const auto load_timeout =
+      needs_python_worker(def) ? options_.workload_timeout : options_.start_timeout;
   const auto log = options_.log_dir / fmt::format("worker-{}-{}.log", getpid(), workers_started_++);
   worker_ = std::make_unique<WorkerClient>(command, log);
   try {
@@ -138,7 +146,7 @@ std::optional<CheckResult> Evaluator::ensure_worker(const Definition& def) {
   }
   const WorkerReply r = worker_->request(
       {{"op", "load"}, {"library", library_}, {"entry", entry_}, {"root", options_.root.string()}},
-      options_.call_timeout, options_.start_timeout);
+      load_timeout, load_timeout);
   if (r.kind != WorkerReply::Kind::kReply) {
     const std::string tail = worker_->log_tail();
     worker_.reset();
@@ -157,7 +165,7 @@ std::optional<CheckResult> Evaluator::ensure_worker(const Definition& def) {
                                             {"library", peer_library_},
                                             {"entry", peer_entry_},
                                             {"root", options_.root.string()}},
-                                           options_.call_timeout, options_.start_timeout);
+                                           load_timeout, load_timeout);
     if (p.kind != WorkerReply::Kind::kReply || !p.body.value("ok", false)) {
       const std::string why = p.kind != WorkerReply::Kind::kReply
                                   ? p.detail + "\n" + worker_->log_tail()
@@ -174,7 +182,7 @@ std::optional<CheckResult> Evaluator::ensure_worker(const Definition& def) {
                                             {"slot", "oracle"},
                                             {"definition", def.name},
                                             {"root", options_.root.string()}},
-                                           options_.call_timeout, options_.start_timeout);
+                                           load_timeout, load_timeout);
     if (o.kind != WorkerReply::Kind::kReply || !o.body.value("ok", false)) {
       const std::string why = o.kind != WorkerReply::Kind::kReply
                                   ? o.detail + "\n" + worker_->log_tail()

@@ -91,6 +91,8 @@ class Evaluator {
   /// The worker's argv: `kh worker`, or the Python worker when a candidate or the oracle is
   /// Python; under compute-sanitizer with --sanitize.
   std::vector<std::string> worker_command(const Definition& def);
+  /// A Python candidate (or peer), or the Python oracle, needs the Python worker.
+  bool needs_python_worker(const Definition& def) const;
   /// --sanitize: ends the worker so compute-sanitizer writes its summary, and turns reported
   /// errors into RUNTIME_ERROR with the report attached.
   void apply_sanitizer_report(WorkloadVerdict& v);

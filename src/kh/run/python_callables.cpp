@@ -12,11 +12,14 @@ constexpr std::size_t kPythonMessageBytes = 64 * 1024;
 int g_timed_scopes = 0;  // the worker is single-threaded
 
 Json definition_summary(const Definition& def) {
-  Json inputs = Json::array(), outputs = Json::array();
-  for (const auto& d : def.inputs) inputs.push_back(d.name);
+  Json inputs = Json::array(), scalars = Json::array(), outputs = Json::array();
+  for (const auto& d : def.inputs) {
+    inputs.push_back(d.name);
+    scalars.push_back(d.is_scalar());
+  }
   for (const auto& d : def.outputs) outputs.push_back(d.name);
-  return {{"name", def.name}, {"inputs", inputs}, {"outputs", outputs},
-          {"reference", def.reference}};
+  return {{"name", def.name},      {"inputs", inputs},        {"scalar_inputs", scalars},
+          {"outputs", outputs},    {"reference", def.reference}};
 }
 
 std::unique_ptr<CandidateLibrary> load(const PythonHooks& hooks, const Json& request,
@@ -33,11 +36,12 @@ std::unique_ptr<CandidateLibrary> load(const PythonHooks& hooks, const Json& req
       name,
       [call = hooks.call, handle, message](const DLTensor* tensors, std::int32_t count,
                                            void* stream, void*, std::uint64_t) {
-        std::string buffer(kPythonMessageBytes, '\0');
+        static std::string buffer(kPythonMessageBytes, '\0');  // one worker thread
+        buffer[0] = '\0';
         const int rc = call(handle, tensors, count, stream,
                             g_timed_scopes > 0 ? KH_PYTHON_CALL_TIMED : 0, buffer.data(),
                             buffer.size());
-        *message = buffer.c_str();
+        *message = rc == KH_OK ? "" : buffer.c_str();
         return rc;
       },
       [message] { return *message; }, [release = hooks.release, handle] { release(handle); });

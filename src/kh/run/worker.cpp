@@ -54,7 +54,8 @@ class Worker {
       : backend_(std::move(backend)), out_(protocol), python_(python) {}
 
   void send(const Json& j) {
-    const std::string line = j.dump() + "\n";
+    // Invalid UTF-8 in a message (a candidate's) is replaced, not fatal to the worker.
+    const std::string line = j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
     std::fwrite(line.data(), 1, line.size(), out_);
     std::fflush(out_);
   }

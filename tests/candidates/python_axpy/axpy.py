@@ -9,6 +9,8 @@ _cache = []
 def run(x, y, alpha):
     if FAULT == "raise":
         raise ValueError("planted failure in the candidate")
+    if FAULT == "raise_long":  # longer than kh's message buffer, multi-byte characters
+        raise ValueError("é" * 50000 + " planted failure at the end")
     if FAULT == "write_input":
         y[:] = y * 2  # corrupts an input, which kh must notice
     if FAULT == "cache_outputs":

@@ -13,5 +13,8 @@ KH_EXPORT int kh_worker_main(const char* backend, int32_t device, kh_python_load
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kh python worker: %s\n", e.what());
     return 1;
+  } catch (...) {  // nothing may unwind into the ctypes frame
+    std::fprintf(stderr, "kh python worker: unknown exception\n");
+    return 1;
   }
 }
