@@ -14,8 +14,10 @@ Usage (GPU machine, repository root, after a build):
 import argparse
 import ctypes
 import json
+import os
 import statistics
 import subprocess
+import sys
 
 import torch
 
@@ -23,18 +25,9 @@ CANDIDATE = "examples/gdn_decode_qk4_v8_d128_k_last"
 DEFINITION = "gdn_decode_qk4_v8_d128_k_last"
 
 
-class DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+# The DLPack structs, as the Python worker declares them.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from kh_tensors import DLDataType, DLDevice, DLTensor  # noqa: E402
 
 
 DTYPES = {torch.bfloat16: (4, 16), torch.float32: (2, 32)}  # kDLBfloat, kDLFloat
