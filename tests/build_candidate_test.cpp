@@ -28,6 +28,7 @@ class CandidateManifest : public ::testing::Test {
     test::write_file(dir.path() / "kernel.cu", "// kernel\n");
     test::write_file(dir.path() / "common.cuh", "// header\n");
     test::write_file(dir.path() / "host.cpp", "// host\n");
+    test::write_file(dir.path() / "k.py", "def run():\n    pass\n");
   }
   std::filesystem::path write(const std::string& text) {
     return test::write_file(dir.path() / "candidate.toml", text);
@@ -117,7 +118,16 @@ entry = "host.cpp::f"
 TEST_F(CandidateManifest, LanguageError) {
   EXPECT_EQ(
       build_error("language = \"rust\"\nsources = [\"kernel.cu\"]\nentry = \"kernel.cu::f\"\n"),
-      manifest() + ": build.language: expected \"cuda\" or \"cpp\", got \"rust\"");
+      manifest() +
+          ": build.language: expected \"cuda\", \"cpp\", \"python\" or \"triton\", got \"rust\"");
+  // Python candidates: a .py entry, no compiler flags; the calling style only for them.
+  EXPECT_EQ(build_error("language = \"python\"\nsources = [\"k.py\"]\nentry = \"k.py::run\"\n"
+                        "flags = [\"-O3\"]\n"),
+            manifest() + ": build.flags: only for compiled languages, this candidate is \"python\"");
+  EXPECT_EQ(build_error("language = \"cuda\"\nsources = [\"kernel.cu\"]\nentry = \"kernel.cu::f\"\n"
+                        "destination_passing_style = false\n"),
+            manifest() + ": build.destination_passing_style: only for Python candidates: a cuda "
+                         "entry always writes its outputs");
   EXPECT_EQ(build_error("language = 3\n"),
             manifest() + ": build.language: expected a string, got 3");
 }
@@ -198,7 +208,8 @@ TEST_F(CandidateManifest, StructureErrors) {
   EXPECT_EQ(
       build_error("language = \"cuda\"\nflag = [\"-O3\"]\n"),
       manifest() +
-          ": build.flag: unknown key; expected one of language, sources, entry, flags, targets");
+          ": build.flag: unknown key; expected one of language, sources, entry, flags, targets, "
+          "destination_passing_style");
   write(kSolution + "[extra]\n");
   EXPECT_EQ(error_of([&] { load_candidate(dir.path()); }),
             manifest() + ": extra: unknown key; expected one of solution, build, params");
