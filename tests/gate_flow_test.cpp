@@ -124,7 +124,11 @@ TEST_F(GateFlow, PromotesFirstAndFasterCandidatesRejectsSlowerAndWrongOnes) {
   EXPECT_EQ(d.at("decision"), "promote") << round.dump(2);
   EXPECT_EQ(d.at("replay").at("failures"), 0);
   EXPECT_EQ(other.at("decision"), "reject") << round.dump(2);
-  EXPECT_THAT(other.at("reason").get<std::string>(), HasSubstr("was promoted in this round"));
+  // Not taken further once the faster one is promoted; on a loaded CPU its A/A representative
+  // gate (wall timer) may already read a loss and reject it first. Either way it is not promoted.
+  EXPECT_THAT(other.at("reason").get<std::string>(),
+              ::testing::AnyOf(HasSubstr("was promoted in this round"),
+                               HasSubstr("the representative gate is at")));
   const Json r = json_of(retained(kDecode));
   EXPECT_EQ(r.at("retained").at("candidate"), d.at("candidate"));
 
