@@ -32,17 +32,7 @@ class ExampleCandidate : public ::testing::TestWithParam<const char*> {};
 TEST_P(ExampleCandidate, PassesOfficialWorkloads) {
   KH_REQUIRE_GPU();
   const std::string def = GetParam();
-  const Dataset ds = Dataset::open(test::source_dir());
-  // KH_GPU_TEST_STRIDE=k runs every k-th workload (for short device sessions); default all.
-  const char* stride_env = std::getenv("KH_GPU_TEST_STRIDE");
-  const std::size_t stride = stride_env ? std::max(1, std::atoi(stride_env)) : 1;
-  std::string args;
-  std::size_t n = 0, index = 0;
-  for (const auto& w : ds.workloads(def)) {
-    if (index++ % stride) continue;
-    args += " -w " + w.uuid;
-    ++n;
-  }
+  const auto [args, n] = test::official_workload_args(def);
   const test::KhEval e =
       eval((test::source_dir() / "examples" / def).string() + " --trials 1" + args);
   EXPECT_EQ(e.run.status, 0) << e.run.out.substr(0, 4000);

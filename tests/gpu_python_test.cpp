@@ -4,36 +4,19 @@
 // workload; Python faults get their verdicts on torch tensors; Python candidates time with the
 // cupti and graph timers on kh's stream.
 //
-// KH_GPU_TEST_STRIDE=k runs every k-th workload (for short device sessions); default all.
-#include <algorithm>
+// KH_GPU_TEST_STRIDE=k runs every k-th workload (test::official_workload_args).
 #include <cstdlib>
 #include <string>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "kh/spec/dataset.h"
 #include "test_support.h"
 
 namespace kh {
 namespace {
 
 using ::testing::HasSubstr;
-
-// " -w UUID" for every stride-th official workload of `def`, and how many.
-std::pair<std::string, std::size_t> official_workloads(const std::string& def) {
-  const Dataset ds = Dataset::open(test::source_dir());
-  const char* stride_env = std::getenv("KH_GPU_TEST_STRIDE");
-  const std::size_t stride = stride_env ? std::max(1, std::atoi(stride_env)) : 1;
-  std::string args;
-  std::size_t n = 0, index = 0;
-  for (const auto& w : ds.workloads(def)) {
-    if (index++ % stride) continue;
-    args += " -w " + w.uuid;
-    ++n;
-  }
-  return {args, n};
-}
 
 bool python_imports(const std::string& module) {
   const char* python = std::getenv("KH_PYTHON");
@@ -49,7 +32,7 @@ class DefinitionReference : public ::testing::TestWithParam<const char*> {};
 TEST_P(DefinitionReference, AgreesWithTheNativeReferenceOnEveryOfficialWorkload) {
   KH_REQUIRE_GPU();
   const std::string def = GetParam();
-  const auto [workloads, n] = official_workloads(def);
+  const auto [workloads, n] = test::official_workload_args(def);
   const test::KhEval e = test::run_kh_eval(
       "builtin:definition_reference -d " + def +
       " --backend cuda --oracle native --official --trials 1 --call-timeout 120" + workloads);
@@ -71,7 +54,7 @@ TEST_P(FlaBaseline, PassesEveryOfficialWorkload) {
   KH_REQUIRE_GPU();
   if (!python_imports("fla")) GTEST_SKIP() << "fla is not importable (baselines/README.md)";
   const std::string folder = GetParam();
-  const auto [workloads, n] = official_workloads(folder + "_qk4_v8_d128_k_last");
+  const auto [workloads, n] = test::official_workload_args(folder + "_qk4_v8_d128_k_last");
   const test::KhEval e = test::run_kh_eval(
       (test::source_dir() / "baselines" / "fla" / folder).string() +
       " --backend cuda --trials 1 --call-timeout 120" + workloads);

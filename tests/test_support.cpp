@@ -2,10 +2,13 @@
 
 #include "kh/check/checker.h"
 #include "kh/run/memory_backend.h"
+#include "kh/spec/dataset.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -108,6 +111,20 @@ KhEval run_kh_eval_on(const std::filesystem::path& root, const std::string& args
                   << "); stderr: " << e.run.err << "\nstdout: " << e.run.out;
   }
   return e;
+}
+
+std::pair<std::string, std::size_t> official_workload_args(const std::string& def) {
+  const Dataset ds = Dataset::open(source_dir());
+  const char* stride_env = std::getenv("KH_GPU_TEST_STRIDE");
+  const std::size_t stride = stride_env ? std::max(1, std::atoi(stride_env)) : 1;
+  std::string args;
+  std::size_t n = 0, index = 0;
+  for (const auto& w : ds.workloads(def)) {
+    if (index++ % stride) continue;
+    args += " -w " + w.uuid;
+    ++n;
+  }
+  return {args, n};
 }
 
 std::string error_of(const std::function<void()>& f) {

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <utility>
 
 #include "kh/check/check_result.h"
 #include "kh/core/json_io.h"
@@ -63,6 +64,10 @@ KhEval run_kh_eval(const std::string& args);
 /// (exit 1) instead of printing a report.
 KhEval run_kh_eval_on(const std::filesystem::path& root, const std::string& args,
                       bool refused = false);
+
+/// " -w UUID" for every official workload of `def` (every k-th with KH_GPU_TEST_STRIDE=k, for
+/// short device sessions), and how many were picked.
+std::pair<std::string, std::size_t> official_workload_args(const std::string& def);
 
 /// Whether a CUDA device is usable (a cuda backend can be made on device 0).
 bool have_gpu();
