@@ -88,10 +88,6 @@ class TensorViews:
         self.cache = {}
         self.numerics = self.torch_numerics()
 
-    @property
-    def library(self):
-        return "torch" if self.torch is not None else "numpy"
-
     def argument(self, t, view, scalar):
         """What a function receives for an input: None when absent, a number for a scalar (shape
         null in the definition: a 0-d host tensor); a 0-d tensor input stays a tensor."""
