@@ -1,0 +1,24 @@
+/* libkhk, the kernel-harness kernel library: one C ABI entry per operator of the FlashInfer
+ * contest definitions, for NVIDIA Hopper (sm_90a).
+ *
+ * Every entry follows the kh candidate ABI (include/kh/abi.h): the definition's inputs in their
+ * declared order, then its outputs, as DLPack tensors (device memory; scalars as 0-d host
+ * tensors; an absent optional input with data == NULL), the stream to launch on, and a workspace.
+ * An entry returns KH_OK or an error code; <entry>_error() returns the message of the calling
+ * thread's last error. No entry allocates, synchronises or copies to the host, so every call is
+ * CUDA-graph capturable.
+ */
+#ifndef KHK_H_
+#define KHK_H_
+
+#include "kh/abi.h"
+
+/* gdn_decode_qk4_v8_d128_k_last: q k v state A_log a dt_bias b scale | output new_state.
+ * Any batch size >= 1 (0 is a no-op); state may be absent (zeros) or alias new_state (in-place
+ * update). No workspace. Design: kernels/gdn_decode/ROOFLINE.md. */
+KH_EXPORT int khk_gdn_decode_qk4_v8_d128_k_last(const DLTensor* tensors, int32_t num_tensors,
+                                                void* stream, void* workspace,
+                                                uint64_t workspace_bytes);
+KH_EXPORT const char* khk_gdn_decode_qk4_v8_d128_k_last_error(void);
+
+#endif /* KHK_H_ */
