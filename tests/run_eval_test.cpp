@@ -38,6 +38,26 @@ TEST(EvalCpu, CorrectCandidatePasses) {
   EXPECT_FALSE(e.result(0).at("nondeterministic").get<bool>());
 }
 
+// --workloads FILE: shapes beyond the official set (batch 3 with scale 0, meaning 1/sqrt(128)),
+// selected by index inside the file; a file of another definition's workloads is refused.
+TEST(EvalCpu, WorkloadsFromAFileBeyondTheOfficialSet) {
+  const std::string extra =
+      (test::source_dir() / "tests/data/extra_shapes" / (kDecode + ".jsonl")).string();
+  const test::KhEval e = eval((test::source_dir() / "tests/candidates/gdn_decode_cpp").string() +
+                              " --trials 1 --workloads " + extra + " -w 2 -w 3");
+  EXPECT_EQ(e.run.status, 0) << e.run.out << e.run.err;
+  EXPECT_EQ(e.status(0), "PASSED");
+  EXPECT_EQ(e.status(1), "PASSED");
+  EXPECT_EQ(e.result(0).at("workload").get<std::string>(), "6d0de000-0000-0000-0000-000000000302");
+  const test::CommandResult wrong = test::run_command(
+      std::string(KH_BINARY) + " eval " +
+      (test::source_dir() / "tests/candidates/dsa_topk_indexer_cpp").string() +
+      " --no-store --workloads " + extra);
+  EXPECT_EQ(wrong.status, 1);
+  EXPECT_THAT(wrong.err, HasSubstr("is for definition gdn_decode_qk4_v8_d128_k_last, not "
+                                   "dsa_topk_indexer_fp8_h64_d128_topk2048_ps64"));
+}
+
 TEST(EvalCpu, SegfaultIsARuntimeErrorAndOnlyCostsItsWorker) {
   const test::KhEval e = eval(decode_fault("segfault", "-w 20"));
   EXPECT_EQ(e.run.status, 3);

@@ -31,6 +31,7 @@ struct Options {
   std::string candidate;
   std::string definition;              // builtin candidates only
   std::vector<std::string> workloads;  // uuids or indices; empty: all
+  std::string workloads_file;          // JSONL of workloads instead of the dataset's
   bool json = false;
   bool no_store = false;
   StoreOptions store;
@@ -73,7 +74,7 @@ void run(Options& o) {
   const BuildResult& build = resolved.build;
   const Dataset ds = Dataset::open(o.e.eval.root);
   const Definition& def = ds.definition(cand.definition);
-  const auto chosen = select(ds.workloads(def.name), o.workloads, def.name);
+  const auto chosen = select(select_workloads(ds, def, o.workloads_file), o.workloads, def.name);
   std::optional<MachineCeilings> ceilings = resolve_eval_cli_options(o.e, def);
   const EvalOptions& eval = o.e.eval;
   const bool progress = !o.json && isatty(STDERR_FILENO);
@@ -208,6 +209,8 @@ void add_eval_command(CLI::App& app) {
   add_eval_cli_options(cmd, o->e);
   cmd->add_option("--workload,-w", o->workloads,
                   "workload uuid or index (repeatable; default all)");
+  cmd->add_option("--workloads", o->workloads_file,
+                  "JSONL file of workloads of the definition (default: the dataset's)");
   cmd->add_option("--device", o->e.eval.device, "CUDA device")->capture_default_str();
   cmd->add_flag("--json", o->json, "print the results as JSON");
   add_store_option(cmd, o->store);
