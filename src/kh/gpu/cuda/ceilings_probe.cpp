@@ -17,8 +17,12 @@ namespace {
 
 constexpr TimingConfig kProbeTiming{3, 20, 1};
 constexpr TimingConfig kSlowProbeTiming{1, 5, 1};  // the gather chain runs for milliseconds
-constexpr std::size_t kCopySizes[] = {std::size_t{64} << 20, std::size_t{256} << 20,
-                                      std::size_t{1} << 30};
+// Buffer sizes copied (bytes moved = 2x). The large ones find the peak; the small ones are what a
+// memory-bound call of that many bytes can hope for at best (launch, first-load latency and ramp
+// included), the honest floor for decode-sized calls: a GDN decode step moves 1 MiB per batch row.
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+constexpr std::size_t kCopySizes[] = {kMiB / 2, kMiB,     2 * kMiB,   4 * kMiB,  8 * kMiB,
+                                      16 * kMiB, 32 * kMiB, 64 * kMiB, 256 * kMiB, 1024 * kMiB};
 constexpr std::size_t kGatherEntries = std::size_t{1} << 24;  // 64 MiB: beyond the L2
 constexpr int kGatherHops = 20000;
 constexpr int kGemmSize = 8192;
