@@ -1,0 +1,119 @@
+// libkhk used the way a serving engine uses it (label `gpu`; skipped without a device): the
+// entries are looked up in the shared library with dlopen and called on kh's device buffers, on
+// a stream of this process's CUDA runtime, and judged by kh's GPU reference:
+//   - GDN decode updating the state in place (state and new_state the same buffer);
+//   - GDN decode captured once into a CUDA graph, then replayed on new inputs written to the same
+//     addresses: every replay must match the reference for its own inputs.
+#include <dlfcn.h>
+
+#include <cuda_runtime_api.h>
+
+#include <gtest/gtest.h>
+
+#include "kh/abi.h"
+#include "kh/check/checker.h"
+#include "kh/gen/input_generator.h"
+#include "kh/run/call_buffers.h"
+#include "kh/run/call_inputs.h"
+#include "kh/run/device_reference.h"
+#include "kh/spec/dataset.h"
+#include "test_support.h"
+
+namespace kh {
+namespace {
+
+constexpr const char* kDecode = "gdn_decode_qk4_v8_d128_k_last";
+constexpr int kState = 3, kNewState = 10;  // positions in the decode's tensor list
+constexpr std::int64_t kBatch = 5;         // not a power of two, not an official size
+
+void check_cuda(cudaError_t e, const char* what) {
+  ASSERT_EQ(e, cudaSuccess) << what << ": " << cudaGetErrorString(e);
+}
+
+kh_entry_fn load_entry(const std::string& symbol) {
+  void* library = dlopen(KHK_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  if (!library) ADD_FAILURE() << "dlopen " << KHK_LIBRARY << ": " << dlerror();
+  return library ? reinterpret_cast<kh_entry_fn>(dlsym(library, symbol.c_str())) : nullptr;
+}
+
+Workload decode_workload(const Definition& def) {
+  for (auto& record : load_workload_file(test::source_dir() / "tests/data/extra_shapes" /
+                                         (std::string(kDecode) + ".jsonl")))
+    if (resolve_axes(def, record.workload, "extra_shapes").at("batch_size") == kBatch)
+      return record.workload;
+  ADD_FAILURE() << "no batch_size " << kBatch << " workload in tests/data/extra_shapes";
+  return {};
+}
+
+void expect_matches(const Definition& def, const DrawnCallInputs& drawn, const OutputSet& expected,
+                    const CallBuffers& buffers, const std::string& what) {
+  const CheckResult r = check_outputs(def, drawn.host, expected, buffers.download_outputs(),
+                                      official_options(def, false));
+  EXPECT_TRUE(r.passed()) << what << ": " << r.message;
+}
+
+class LibkhkDecode : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    KH_REQUIRE_GPU();
+    entry_ = load_entry(std::string("khk_") + kDecode);
+    ASSERT_NE(entry_, nullptr) << "libkhk exports no khk_" << kDecode;
+    gpu_ = make_cuda_backend(0);
+    dataset_ = std::make_unique<Dataset>(Dataset::open(test::source_dir()));
+    def_ = &dataset_->definition(kDecode);
+    gen_ = std::make_unique<InputGenerator>(*def_, decode_workload(*def_), test::source_dir());
+    check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream");
+  }
+  void TearDown() override {
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  kh_entry_fn entry_ = nullptr;
+  std::unique_ptr<MemoryBackend> gpu_;
+  std::unique_ptr<Dataset> dataset_;
+  const Definition* def_ = nullptr;
+  std::unique_ptr<InputGenerator> gen_;
+  cudaStream_t stream_ = nullptr;
+};
+
+TEST_F(LibkhkDecode, UpdatesTheStateInPlace) {
+  const DrawnCallInputs drawn = generate_drawn_call_inputs(*gen_, 0);
+  CallBuffers buffers(*gpu_, *def_, gen_->axes(), drawn.host, 0, drawn.draws);
+  const OutputSet expected = run_device_reference(*gpu_, *def_, gen_->axes(), buffers);
+  std::vector<DLTensor> t = buffers.tensors();
+  const std::size_t state_bytes = static_cast<std::size_t>(kBatch) * 8 * 128 * 128 * 4;
+  check_cuda(cudaMemcpy(t[kNewState].data, t[kState].data, state_bytes, cudaMemcpyDeviceToDevice),
+             "copy the state into new_state");
+  t[kState].data = t[kNewState].data;
+  ASSERT_EQ(entry_(t.data(), static_cast<int32_t>(t.size()), stream_, nullptr, 0), KH_OK);
+  check_cuda(cudaStreamSynchronize(stream_), "decode");
+  expect_matches(*def_, drawn, expected, buffers, "in place");
+}
+
+TEST_F(LibkhkDecode, GraphCapturedOnceIsRightForNewInputs) {
+  const DrawnCallInputs first = generate_drawn_call_inputs(*gen_, 0);
+  CallBuffers buffers(*gpu_, *def_, gen_->axes(), first.host, 0, first.draws);
+  const std::vector<DLTensor>& t = buffers.tensors();
+  // Global mode: any synchronising or allocating call made during the capture invalidates it.
+  check_cuda(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal), "begin capture");
+  const int status = entry_(t.data(), static_cast<int32_t>(t.size()), stream_, nullptr, 0);
+  cudaGraph_t graph = nullptr;
+  check_cuda(cudaStreamEndCapture(stream_, &graph), "end capture");
+  ASSERT_EQ(status, KH_OK);
+  cudaGraphExec_t exec = nullptr;
+  check_cuda(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+  for (std::int64_t trial = 1; trial <= 3; ++trial) {
+    const DrawnCallInputs drawn = generate_drawn_call_inputs(*gen_, trial);
+    buffers.reupload_inputs(drawn.host, drawn.draws);
+    const OutputSet expected = run_device_reference(*gpu_, *def_, gen_->axes(), buffers);
+    buffers.poison_outputs();
+    check_cuda(cudaGraphLaunch(exec, stream_), "replay");
+    check_cuda(cudaStreamSynchronize(stream_), "replay");
+    expect_matches(*def_, drawn, expected, buffers, "replay on trial " + std::to_string(trial));
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+}
+
+}  // namespace
+}  // namespace kh
