@@ -90,6 +90,16 @@ class GateFlow : public ::testing::Test {
 TEST_F(GateFlow, PromotesFirstAndFasterCandidatesRejectsSlowerAndWrongOnes) {
   const fs::path w = workloads_file(kDecode, {0, 1});
   EXPECT_EQ(retained(kDecode).status, 3);
+  // The library's source check: a folder of a definition nothing was promoted for, never judged,
+  // awaits its first promotion (4); once judged, only the retained one passes (0, else 3).
+  const auto source = [&](const std::string& fault) {
+    return test::run_command(fmt::format("env KH_MEMORY_DIR= {} retained {} --source {} --store {}",
+                                         KH_BINARY, kDecode, decode(fault),
+                                         (dir_.path() / "store").string()));
+  };
+  const auto pending = source("skip_element");
+  EXPECT_EQ(pending.status, 4) << pending.out;
+  EXPECT_THAT(pending.out, HasSubstr("awaits its first promotion"));
   // Without a retained candidate a round takes one candidate; bad flags stop before any work.
   const auto two_first = kh(fmt::format("promote {} {} --workloads {} {}", decode("none"),
                                         decode("slow"), w.string(), kGateFlags));
@@ -141,13 +151,9 @@ TEST_F(GateFlow, PromotesFirstAndFasterCandidatesRejectsSlowerAndWrongOnes) {
   d = promote(decode("skip_element"), "--workloads " + w.string(), 3);
   EXPECT_EQ(d.at("decision"), "reject") << d.dump(2);
   EXPECT_THAT(d.at("reason").get<std::string>(), HasSubstr("correctness"));
+  EXPECT_EQ(source("skip_element").status, 3) << "judged now, and another is retained";
 
-  // The library's source check: the promoted folder is the retained candidate, another is not.
-  const auto source = [&](const std::string& fault) {
-    return test::run_command(fmt::format("env KH_MEMORY_DIR= {} retained {} --source {} --store {}",
-                                         KH_BINARY, kDecode, decode(fault),
-                                         (dir_.path() / "store").string()));
-  };
+  // The promoted folder is the retained candidate, another is not.
   EXPECT_EQ(source("none").status, 0) << source("none").out;
   const auto stale = source("slow");
   EXPECT_EQ(stale.status, 3);

@@ -1,7 +1,9 @@
 // `kh retained D`: the definition's retained candidate (the one promoted last) with the decision
 // that made it so, and the decisions taken since. --json for scripts. `--source FOLDER` checks
 // that a candidate folder (the kernel library's kernels/<op>/) hashes to the retained candidate:
-// the test that keeps the library's source and the promotion record one truth (exit 3 if not).
+// the test that keeps the library's source and the promotion record one truth (exit 3 if not;
+// exit 4 while a new operator awaits its first promotion: nothing of its definition was ever
+// promoted and this source was never judged, so there is no record it could contradict).
 #include <iostream>
 
 #include <fmt/format.h>
@@ -15,7 +17,8 @@
 namespace kh::cli {
 namespace {
 
-constexpr int kExitNoneRetained = 3;  // also: --source is not the retained candidate
+constexpr int kExitNoneRetained = 3;   // also: --source is not the retained candidate
+constexpr int kExitNeverJudged = 4;    // --source: no promotion of its definition, no decision on it
 constexpr std::size_t kRecentDecisions = 10;
 
 struct Options {
@@ -47,22 +50,33 @@ void check_source(const Options& o, ArtifactStore& store,
          o.definition);
   const CandidateRecord r = record_candidate(store, c, resolve_params(c, params));
   const bool same = retained && retained->candidate == r.hash;
+  const auto decisions = store.decisions(o.definition, r.hash);
+  const std::optional<DecisionRecord> judged =  // the newest decision on this very source
+      decisions.empty() ? std::nullopt : std::optional<DecisionRecord>(decisions.front());
+  const bool pending = !retained && !judged;
   if (o.json) {
     std::cout << Json{{"definition", o.definition},
                       {"source", o.source},
                       {"source_hash", r.hash},
                       {"retained", retained ? retained->candidate : ""},
-                      {"matches", same}}
+                      {"matches", same},
+                      {"awaiting_first_promotion", pending}}
                      .dump(2)
               << "\n";
   } else if (same) {
     std::cout << fmt::format("{}: {} is the retained candidate ({})\n", o.definition, o.source,
                              r.hash.substr(0, 12));
+  } else if (pending) {
+    std::cout << fmt::format(
+        "{}: {} ({}) awaits its first promotion: no candidate of {} was ever promoted and this "
+        "source was never judged; kh promote it on a GPU and keep the store's bundle in memory/\n",
+        o.definition, o.source, r.hash.substr(0, 12), o.definition);
   } else if (!retained) {
     std::cout << fmt::format(
-        "{}: {} hashes to {}, but no candidate of {} was ever promoted; kh promote it (and keep "
-        "the store's bundle in memory/)\n",
-        o.definition, o.source, r.hash.substr(0, 12), o.definition);
+        "{}: {} ({}) was judged `{}` at {} and nothing of {} was promoted: a source without a "
+        "promotion cannot stay in the library\n",
+        o.definition, o.source, r.hash.substr(0, 12), judged->decision, judged->created_at,
+        o.definition);
   } else {
     std::cout << fmt::format(
         "{}: {} hashes to {}, not to the retained candidate {} promoted at {}: the source was "
@@ -70,7 +84,7 @@ void check_source(const Options& o, ArtifactStore& store,
         o.definition, o.source, r.hash.substr(0, 12), retained->candidate.substr(0, 12),
         retained->created_at);
   }
-  if (!same) set_exit_code(kExitNoneRetained);
+  if (!same) set_exit_code(pending ? kExitNeverJudged : kExitNoneRetained);
 }
 
 void run(const Options& o) {
@@ -118,7 +132,9 @@ void add_retained_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("retained", "Show a definition's retained candidate and decisions");
   cmd->add_option("definition", o->definition, "the definition")->required();
   cmd->add_option("--source", o->source,
-                  "check that this candidate folder (folder@NAME=value) is the retained candidate");
+                  "check that this candidate folder (folder@NAME=value) is the retained candidate "
+                  "(exit 3 if not, 4 if nothing of the definition was promoted and the folder "
+                  "was never judged)");
   cmd->add_flag("--json", o->json, "print as JSON");
   add_store_option(cmd, o->store);
   cmd->callback([o] { run(*o); });
