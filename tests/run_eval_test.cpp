@@ -58,6 +58,21 @@ TEST(EvalCpu, WorkloadsFromAFileBeyondTheOfficialSet) {
                                    "dsa_topk_indexer_fp8_h64_d128_topk2048_ps64"));
 }
 
+// A CUDA candidate on the cpu backend would get host pointers: refused up front, by name.
+TEST(EvalCpu, CudaCandidateOnTheCpuBackendIsRefused) {
+  const test::ScopedTempDir dir;
+  for (const std::string verb : {"eval", "promote"}) {
+    const test::CommandResult r = test::run_command(
+        std::string(KH_BINARY) + " " + verb + " " +
+        (test::source_dir() / "kernels/gdn_decode").string() + " --backend cpu --store " +
+        (dir.path() / "store").string() + " --cache " +
+        (test::source_dir() / "build/test-build-cache").string());
+    EXPECT_EQ(r.status, 1) << verb;
+    EXPECT_THAT(r.err, HasSubstr("khk_gdn_decode is a CUDA candidate")) << verb;
+    EXPECT_THAT(r.err, HasSubstr("--backend cuda")) << verb;
+  }
+}
+
 TEST(EvalCpu, SegfaultIsARuntimeErrorAndOnlyCostsItsWorker) {
   const test::KhEval e = eval(decode_fault("segfault", "-w 20"));
   EXPECT_EQ(e.run.status, 3);

@@ -82,4 +82,11 @@ CandidateRecord candidate_record(ArtifactStore& store, const ResolvedCandidate& 
   return r;
 }
 
+void check_backend_fits(const ResolvedCandidate& c, const std::string& backend) {
+  if (!c.builtin && c.candidate.language == "cuda" && backend == "cpu")
+    fail("{}: {} is a CUDA candidate; the cpu backend would hand it host memory: pass "
+         "--backend cuda (on a machine with an NVIDIA GPU)",
+         c.candidate.manifest.string(), c.candidate.name);
+}
+
 }  // namespace kh::cli

@@ -34,6 +34,10 @@ ResolvedCandidate resolve_candidate_arg(const std::string& arg,
                                         const std::string& definition,
                                         const std::filesystem::path& cache);
 
+/// A CUDA candidate on the cpu backend would be handed host memory and fail in confusing ways
+/// (NaN outputs, illegal addresses); stop with a line that says which backend it needs.
+void check_backend_fits(const ResolvedCandidate& c, const std::string& backend);
+
 /// Puts the candidate in the store (sources and manifest as blobs; a builtin's hash covers its
 /// name and definition) with a record of its build, and returns its record.
 CandidateRecord candidate_record(ArtifactStore& store, const ResolvedCandidate& c);

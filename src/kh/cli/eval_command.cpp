@@ -70,6 +70,7 @@ std::string axes_text(const Workload& w) {
 void run(Options& o) {
   const ResolvedCandidate resolved =
       resolve_candidate_arg(o.candidate, o.e.params, o.definition, o.e.cache);
+  check_backend_fits(resolved, o.e.eval.backend);
   const Candidate& cand = resolved.candidate;
   const BuildResult& build = resolved.build;
   const Dataset ds = Dataset::open(o.e.eval.root);

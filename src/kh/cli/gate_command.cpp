@@ -37,6 +37,7 @@ void run(Options& o) {
   auto store = open_store(o.store);
   const ResolvedCandidate b = resolve_candidate_arg(o.candidate, o.g.e.params, o.definition,
                                                     o.g.e.cache);
+  check_backend_fits(b, o.g.e.eval.backend);
   const CandidateRecord b_record = candidate_record(*store, b);
   const Dataset ds = Dataset::open(o.g.e.eval.root);
   const Definition def = ds.definition(b.candidate.definition);
@@ -52,6 +53,7 @@ void run(Options& o) {
   } else {
     a = resolve_candidate_arg(o.against, {}, def.name, o.g.e.cache);
   }
+  check_backend_fits(a, o.g.e.eval.backend);
   const CandidateRecord a_record = candidate_record(*store, a);
 
   GateSetup setup = resolve_gate_setup(o.g, def, *store);

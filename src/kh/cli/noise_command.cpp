@@ -33,6 +33,7 @@ void run(Options& o) {
   auto store = open_store(o.store);
   const ResolvedCandidate c =
       resolve_candidate_arg(o.candidate, o.g.e.params, o.definition, o.g.e.cache);
+  check_backend_fits(c, o.g.e.eval.backend);
   const CandidateRecord record = candidate_record(*store, c);
   const Dataset ds = Dataset::open(o.g.e.eval.root);
   const Definition def = ds.definition(c.candidate.definition);

@@ -67,6 +67,7 @@ class Promotion {
     for (const auto& arg : o_.candidates) {
       Contender c;
       c.resolved = resolve_candidate_arg(arg, o_.g.e.params, o_.definition, o_.g.e.cache);
+      check_backend_fits(c.resolved, o_.g.e.eval.backend);
       if (o_.definition.empty()) o_.definition = c.resolved.candidate.definition;
       c.record = candidate_record(*store_, c.resolved);
       gate_side(c.resolved);  // a candidate that did not build stops the round before any gate

@@ -60,6 +60,7 @@ void run(Options& o) {
   std::string definition = o.definition;
   for (const auto& arg : o.candidates) {
     const ResolvedCandidate c = resolve_candidate_arg(arg, o.e.params, definition, o.e.cache);
+    check_backend_fits(c, o.e.eval.backend);
     if (definition.empty()) definition = c.candidate.definition;
     if (!c.build.ok)
       std::cerr << fmt::format("kh: {} did not build; its workloads are COMPILE_ERROR\n",
