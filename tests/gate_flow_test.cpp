@@ -186,5 +186,26 @@ TEST_F(GateFlow, ReplayCatchesATieBugThatThreeTrialsMiss) {
   EXPECT_THAT(d.at("reason").get<std::string>(), HasSubstr("duplicate index"));
 }
 
+// A killed promotion continues its replay: each run is kept in the store as it finishes, and a
+// promote with the same --replay-seed recalls those runs (failures included) instead of running
+// them again; another seed draws other inputs and runs everything.
+TEST_F(GateFlow, ReplayRunsAreKeptAndRecalledForTheSameSeed) {
+  const std::string w = "--workloads " + small_topk_workload().string();
+  const std::string cand =
+      (test::source_dir() / "tests/candidates/dsa_topk_indexer_cpp").string() +
+      "@FAULT=duplicate_on_ties";
+  const Json first = promote(cand, w + " --replay-seed 77", 3);
+  ASSERT_EQ(first.at("decision"), "reject") << first.dump(2);
+  const Json& replay = first.at("replay");
+  EXPECT_EQ(replay.at("recalled_runs"), 0);
+  EXPECT_GE(replay.at("runs").get<int>(), 2) << "realistic inputs and at least one variant";
+  const Json again = promote(cand, w + " --replay-seed 77", 3);
+  EXPECT_EQ(again.at("replay").at("recalled_runs"), replay.at("runs"));
+  EXPECT_EQ(again.at("replay").at("failing_runs"), replay.at("failing_runs"));
+  EXPECT_EQ(again.at("reason"), first.at("reason"));
+  const Json other = promote(cand, w + " --replay-seed 78", 3);
+  EXPECT_EQ(other.at("replay").at("recalled_runs"), 0);
+}
+
 }  // namespace
 }  // namespace kh

@@ -1,14 +1,24 @@
 #include "kh/cli/gate_records.h"
 
 #include <algorithm>
+#include <map>
+#include <memory>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "kh/core/sha256.h"
 #include "kh/gate/gate_json.h"
+#include "kh/run/evaluation_record.h"
 
 namespace kh::cli {
 namespace {
+
+Json replay_options_json(const EvalOptions& pass) {
+  Json options = evaluation_options_json(pass);
+  options["stage"] = "replay";
+  return options;
+}
 
 std::string percent(const Interval& i) {
   return fmt::format("{:+.2f} % [{:+.2f}, {:+.2f}]", (i.estimate - 1) * 100, (i.lo - 1) * 100,
@@ -104,6 +114,33 @@ Json gate_report_json(const GateRecord& record, const PairedRun& run) {
 
 Json decision_evidence_json(const DecisionReport& d) {
   return {{"decision", decision_name(d.decision)}, {"reason", d.reason}, {"evidence", d.evidence}};
+}
+
+void keep_replay_in_store(ReplayOptions& replay, ArtifactStore& store, const Definition& def,
+                          const std::string& candidate) {
+  store.put_definition(def.name, def.to_json());
+  using Key = std::pair<std::string, std::string>;  // workload, options as JSON text
+  auto kept = std::make_shared<std::map<Key, ReplayRun>>();
+  for (const auto& e : store.evaluations_of_candidate(candidate))
+    if (e.definition == def.name && e.options.is_object() &&
+        e.options.value("stage", "") == "replay")
+      kept->emplace(Key{e.workload, e.options.dump()},
+                    ReplayRun{e.workload, e.options.value("variant", ""), e.trials,
+                              e.status == "PASSED", e.status, e.message});
+  replay.recall = [kept](const Workload& w, const EvalOptions& pass) -> std::optional<ReplayRun> {
+    const auto it = kept->find(Key{w.uuid, replay_options_json(pass).dump()});
+    if (it == kept->end()) return std::nullopt;
+    return it->second;
+  };
+  replay.record = [&store, definition = def.name, candidate](
+                      const Workload& w, const EvalOptions& pass, const WorkloadVerdict& v) {
+    store.put_workload(definition, w.uuid, w.to_json());
+    const VerdictContext ctx{candidate, definition, "", 1, replay_options_json(pass), std::nullopt};
+    std::optional<EnvironmentRecord> env;
+    const EvaluationRecord e = evaluation_record(v, ctx, &env);
+    if (env) store.put_environment(*env);
+    store.put_evaluation(e);
+  };
 }
 
 }  // namespace kh::cli

@@ -84,7 +84,7 @@ class Promotion {
       request_.retained = gate_side(stored.resolved);
       request_.retained_latency = stored_latencies(*store_, against_, setup_.method);
       say(fmt::format("kh promote: against retained {} ({}), {} timer on {}, minimum effect {:g} "
-                      "({}), order seed {}, replay seed {}",
+                      "({}), order seed {}, replay seed {} (--replay-seed continues a killed replay)",
                       against_.name, against_.hash.substr(0, 12), setup_.method, setup_.gpu,
                       setup_.statistics.min_effect, setup_.min_effect_source,
                       setup_.run.order_seed, request_.replay.seed));
@@ -94,7 +94,8 @@ class Promotion {
              "then gate the others against it",
              def_.name);
       say(fmt::format("kh promote: {} has no retained candidate: the first is judged on "
-                      "correctness and the replay alone (replay seed {})",
+                      "correctness and the replay alone (replay seed {}; --replay-seed continues a "
+                      "killed replay)",
                       def_.name, request_.replay.seed));
     }
 
@@ -190,7 +191,12 @@ class Promotion {
     PromotionRequest r = request_;
     r.candidate = gate_side(c.resolved);
     r.representative = c.representative;
+    keep_replay_in_store(r.replay, *store_, def_, c.record.hash);
     PromotionOutcome out = run_promotion(r, store_stages(c), show_progress());
+    if (out.replay && out.replay->recalled > 0)
+      say(fmt::format("  {}: {} of {} replay runs came from an earlier replay with seed {}",
+                      c.resolved.candidate.name, out.replay->recalled, out.replay->runs.size(),
+                      r.replay.seed));
     progress_.clear();
     return out;
   }

@@ -38,6 +38,7 @@ Json replay_json(const ReplayResult& r) {
           {"adversarial_trials", r.adversarial_trials},
           {"variants", r.variants},
           {"runs", r.runs.size()},
+          {"recalled_runs", r.recalled},
           {"failures", r.failures()},
           {"failing_runs", failing}};
 }
@@ -77,15 +78,16 @@ ReplayResult run_replay(const Definition& def, const std::vector<Workload>& work
     eval.variant = variant;
     Evaluator evaluator(eval, candidate.library, candidate.entry);
     for (const Workload& w : workloads) {
-      const WorkloadVerdict v = evaluator.evaluate(def, w);
-      ReplayRun r;
-      r.workload = w.uuid;
-      r.variant = variant;
-      r.trials = v.trials_run;
-      r.passed = v.check.passed();
-      r.status = std::string(status_name(v.check.status));
-      r.message = v.check.message;
-      by_pass.push_back(std::move(r));
+      std::optional<ReplayRun> kept = o.recall ? o.recall(w, eval) : std::nullopt;
+      if (kept) {
+        ++result.recalled;
+      } else {
+        const WorkloadVerdict v = evaluator.evaluate(def, w);
+        if (o.record) o.record(w, eval, v);
+        kept = ReplayRun{w.uuid, variant, v.trials_run, v.check.passed(),
+                         std::string(status_name(v.check.status)), v.check.message};
+      }
+      by_pass.push_back(std::move(*kept));
       if (progress) progress(++done, total, w.uuid);
     }
   }

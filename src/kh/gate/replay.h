@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,13 +19,6 @@ namespace kh {
 inline constexpr int kDefaultReplayTrials = 100;
 inline constexpr int kDefaultReplayAdversarialTrials = 20;
 
-struct ReplayOptions {
-  EvalOptions eval;  // worker and timeouts; eval.trials, eval.seed and eval.variant are set here
-  int trials = kDefaultReplayTrials;
-  int adversarial_trials = kDefaultReplayAdversarialTrials;  // 0: no adversarial variants
-  std::uint64_t seed = 0;  // the fresh seed (the caller draws and records it)
-};
-
 struct ReplayRun {
   std::string workload;
   std::string variant;  // "" for realistic inputs
@@ -33,11 +27,30 @@ struct ReplayRun {
   std::string status, message;
 };
 
+/// Where finished runs are kept (the CLI: the store, one evaluation per run, as each finishes), so
+/// that a replay killed part-way continues where it stopped when run again with the same seed.
+/// `recall` returns the run an earlier replay finished for this workload and these options (the
+/// pass's trials, seed and variant), or nullopt; `record` keeps a run just finished.
+using ReplayRecallFn =
+    std::function<std::optional<ReplayRun>(const Workload&, const EvalOptions& pass)>;
+using ReplayRecordFn =
+    std::function<void(const Workload&, const EvalOptions& pass, const WorkloadVerdict&)>;
+
+struct ReplayOptions {
+  EvalOptions eval;  // worker and timeouts; eval.trials, eval.seed and eval.variant are set here
+  int trials = kDefaultReplayTrials;
+  int adversarial_trials = kDefaultReplayAdversarialTrials;  // 0: no adversarial variants
+  std::uint64_t seed = 0;  // the fresh seed (the caller draws and records it)
+  ReplayRecallFn recall;   // optional
+  ReplayRecordFn record;   // optional
+};
+
 struct ReplayResult {
   std::uint64_t seed = 0;
   int trials = 0, adversarial_trials = 0;  // as asked
   std::vector<std::string> variants;       // adversarial variants replayed
   std::vector<ReplayRun> runs;             // workload-major, realistic first
+  int recalled = 0;                        // runs an earlier, interrupted replay had finished
   int failures() const;                    // runs that did not pass
   std::string first_failure() const;       // "uuid [variant]: STATUS: message", or ""
   int min_realistic_trials() const;        // fewest trials a realistic run had (passing or not)
