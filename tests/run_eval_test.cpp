@@ -36,6 +36,17 @@ TEST(EvalCpu, CorrectCandidatePasses) {
   EXPECT_EQ(e.status(0), "PASSED");
   EXPECT_EQ(e.status(1), "PASSED");
   EXPECT_FALSE(e.result(0).at("nondeterministic").get<bool>());
+  // Where the trials' time went: every phase present, the calls measurable, and together no
+  // more than the workload took.
+  const Json& phases = e.result(0).at("trial_phase_seconds");
+  double sum = 0;
+  for (const char* phase : {"inputs", "reference", "calls", "checks", "worker"}) {
+    ASSERT_TRUE(phases.contains(phase)) << phases.dump();
+    EXPECT_GE(phases.at(phase).get<double>(), 0) << phase;
+    sum += phases.at(phase).get<double>();
+  }
+  EXPECT_GT(phases.at("calls").get<double>(), 0);
+  EXPECT_LE(sum, e.result(0).at("seconds").get<double>() * 1.001 + 1e-3);
 }
 
 // --workloads FILE: shapes beyond the official set (batch 3 with scale 0, meaning 1/sqrt(128)),

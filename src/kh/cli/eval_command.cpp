@@ -140,6 +140,7 @@ void run(Options& o) {
                          {"nondeterministic", v.nondeterministic},
                          {"log_tail", v.log_tail},
                          {"seconds", v.seconds},
+                         {"trial_phase_seconds", v.trial_phase_seconds},
                          {"timing", verdict_timing_json(v, ceilings)}});
     }
     const Json report = {{"candidate", cand.name},

@@ -48,6 +48,21 @@ std::filesystem::path worker_library(const std::string& kh_binary) {
   return std::filesystem::path(kh_binary).parent_path() / "libkh_worker.so";
 }
 
+// The worker's phases of one trial, and the rest of its round trip as "worker".
+void add_trial_phases(WorkloadVerdict& v, const WorkerReply& r,
+                      std::chrono::steady_clock::duration round_trip) {
+  double measured = 0;
+  if (r.kind == WorkerReply::Kind::kReply && r.body.contains("phases") &&
+      r.body["phases"].is_object())
+    for (const auto& [phase, seconds] : r.body["phases"].items())
+      if (seconds.is_number()) {
+        v.trial_phase_seconds[phase] += seconds.get<double>();
+        measured += seconds.get<double>();
+      }
+  v.trial_phase_seconds["worker"] +=
+      std::max(0.0, std::chrono::duration<double>(round_trip).count() - measured);
+}
+
 }  // namespace
 
 std::string python_interpreter() {
@@ -270,9 +285,11 @@ WorkloadVerdict Evaluator::evaluate(const Definition& def, const Workload& workl
     request["official"] = options_.official;
     request["sanitize"] = options_.sanitize;
     request["cpu_reference"] = options_.cpu_reference;
+    const auto sent = std::chrono::steady_clock::now();
     const WorkerReply r = worker_->request(request, options_.call_timeout,
                                            std::max(left, std::chrono::milliseconds(1)));
     ++v.trials_run;
+    add_trial_phases(v, r, std::chrono::steady_clock::now() - sent);
     CheckResult result;
     if (r.kind == WorkerReply::Kind::kTimeout) {
       result = failure(EvalStatus::kTimeout, r.detail);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -58,6 +59,10 @@ struct WorkloadVerdict {
   bool nondeterministic = false;  // some trial gave different bits for the same inputs
   std::string log_tail;           // RUNTIME_ERROR / TIMEOUT: the end of the worker's log
   double seconds = 0;
+  // Correctness trials' time by phase, summed over the trials (trial_runner.h TrialPhases:
+  // "inputs", "reference", "calls", "checks"), and "worker" for the rest: requests, replies,
+  // the worker's own setup per trial.
+  std::map<std::string, double> trial_phase_seconds;
   std::optional<TimingResult> timing;  // when timing was asked for and the workload passed
   Json cost;                           // the call's roofline cost (trial 0), or null
   Json environment;                    // the timing worker's device (or host), or null

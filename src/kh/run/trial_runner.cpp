@@ -1,6 +1,8 @@
 #include "kh/run/trial_runner.h"
 
+#include <chrono>
 #include <cstring>
+#include <optional>
 
 #include "kh/check/checker.h"
 #include "kh/core/error.h"
@@ -69,6 +71,21 @@ std::optional<CheckResult> call_once(MemoryBackend& backend, const CandidateLibr
   return std::nullopt;
 }
 
+// Adds the wall time of its scope to a phase.
+class PhaseClock {
+ public:
+  explicit PhaseClock(double& phase) : phase_(phase), start_(std::chrono::steady_clock::now()) {}
+  ~PhaseClock() {
+    phase_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  PhaseClock(const PhaseClock&) = delete;
+  PhaseClock& operator=(const PhaseClock&) = delete;
+
+ private:
+  double& phase_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 bool same_bits(const OutputSet& a, const OutputSet& b) {
   for (std::size_t i = 0; i < a.size(); ++i)
     if (!a[i].tensor.bytes_equal(b[i].tensor)) return false;
@@ -91,10 +108,14 @@ TrialResult run_trial(MemoryBackend& backend, const CandidateLibrary& library,
       options.oracle ? backend.device().device_type == kDLCUDA
                      : !options.cpu_reference && has_device_reference(backend, def);
   const std::size_t red_zone = options.red_zones ? kRedZoneBytes : 0;
+  TrialPhases& phases = result.phases;
+  std::optional<PhaseClock> clock(phases.inputs);
   DrawnCallInputs call = generate_inputs_of_call(generator, trial, on_device);
   InputSet& inputs = call.host;
   CallBuffers buffers(backend, def, generator.axes(), inputs, red_zone, call.draws);
+  clock.reset();
   auto reference_of = [&](const InputSet& host) {
+    const PhaseClock timed(phases.reference);
     if (options.oracle)
       return run_oracle_reference(backend, def, generator.axes(), buffers, *options.oracle);
     return on_device ? run_device_reference(backend, def, generator.axes(), buffers)
@@ -105,17 +126,22 @@ TrialResult run_trial(MemoryBackend& backend, const CandidateLibrary& library,
   // 100 MB per call, and most rows select exactly the reference's set in another order.
   auto judge = [&](InputSet& host, const DeviceDraws& draws, const OutputSet& reference,
                    const OutputSet& outputs) {
+    const PhaseClock timed(phases.checks);
     if (!draws.empty() && check_reads_inputs(def, reference, outputs))
       for (const auto& [name, recipe] : draws) host.at(name) = buffers.download_input(name);
     return check_outputs(def, host, reference, outputs, check_options);
+  };
+  auto call_candidate = [&](const InputSet& host, OutputSet& outputs) {
+    const PhaseClock timed(phases.calls);
+    ++result.calls;
+    return call_once(backend, library, buffers, host, strict, observer, outputs);
   };
   const OutputSet reference = reference_of(inputs);
   const auto& t = buffers.tensors();
   buffers.set_workspace(library.workspace_bytes(t.data(), static_cast<std::int32_t>(t.size())));
 
   OutputSet first;
-  ++result.calls;
-  if (auto failure = call_once(backend, library, buffers, inputs, strict, observer, first)) {
+  if (auto failure = call_candidate(inputs, first)) {
     result.check = *failure;
     return result;
   }
@@ -123,23 +149,26 @@ TrialResult run_trial(MemoryBackend& backend, const CandidateLibrary& library,
   if (!strict || !result.check.passed()) return result;
 
   OutputSet again;
-  ++result.calls;
-  if (auto failure = call_once(backend, library, buffers, inputs, strict, observer, again)) {
+  if (auto failure = call_candidate(inputs, again)) {
     result.check = *failure;
     result.check.message = "second call on the same inputs: " + result.check.message;
     return result;
   }
   result.determinism_checked = true;
-  result.deterministic = same_bits(first, again);
+  {
+    const PhaseClock timed(phases.checks);
+    result.deterministic = same_bits(first, again);
+  }
 
   const std::int64_t fresh_trial = trial + kAntiCachingTrialOffset;
+  clock.emplace(phases.inputs);
   DrawnCallInputs fresh_call = generate_inputs_of_call(generator, fresh_trial, on_device);
   InputSet& fresh = fresh_call.host;
   buffers.reupload_inputs(fresh, fresh_call.draws);
+  clock.reset();
   const OutputSet fresh_reference = reference_of(fresh);
   OutputSet third;
-  ++result.calls;
-  if (auto failure = call_once(backend, library, buffers, fresh, strict, observer, third)) {
+  if (auto failure = call_candidate(fresh, third)) {
     result.check = *failure;
     result.check.message = "anti-caching call: " + result.check.message;
     return result;

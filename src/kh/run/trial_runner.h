@@ -34,11 +34,21 @@ struct TrialOptions {
   const CandidateLibrary* oracle = nullptr;
 };
 
+/// Where a trial's wall time went (seconds), to find what makes high-trial validation slow.
+struct TrialPhases {
+  double inputs = 0;     // drawing both input sets and filling the call's buffers
+  double reference = 0;  // the references' outputs, brought to the host
+  double calls = 0;      // the candidate's calls, each with poisoning, the red-zone and input
+                         // checks and the download of its outputs
+  double checks = 0;     // comparing outputs with the references, and the determinism bits
+};
+
 struct TrialResult {
   CheckResult check;
   bool determinism_checked = false;
   bool deterministic = true;
   int calls = 0;
+  TrialPhases phases;
 };
 
 /// Told just before and just after each candidate call (the worker reports them so that the

@@ -106,6 +106,10 @@ class Worker {
       reply["ok"] = true;
       reply["calls"] = r.calls;
       reply["deterministic"] = r.determinism_checked ? Json(r.deterministic) : Json(nullptr);
+      reply["phases"] = {{"inputs", r.phases.inputs},
+                         {"reference", r.phases.reference},
+                         {"calls", r.phases.calls},
+                         {"checks", r.phases.checks}};
       return reply;
     }
     if (op == "time") return time(c);
