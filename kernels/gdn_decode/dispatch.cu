@@ -1,7 +1,8 @@
 // Route choice for GDN decode. One route today (row tiles); its launch shape is chosen from the
 // batch size alone, by the continuous rule in tuning.h: the largest tile whose grid still has
-// kMinCtas CTAs. Nothing here depends on exact shapes, pointer values or the device's state, and
-// nothing synchronises, so the call stays CUDA-graph capturable.
+// kMinCtas CTAs. Nothing here depends on exact shapes or pointer values (the grid's cap depends on
+// the device's SM count and the kernel's occupancy, resident_ctas.h), and nothing synchronises,
+// so the call stays CUDA-graph capturable.
 #include "dispatch.h"
 #include "route_row_tiles.cuh"
 

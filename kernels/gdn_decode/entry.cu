@@ -18,6 +18,11 @@ namespace {
 // q k v state A_log a dt_bias b scale | output new_state
 enum Tensor { kQ, kK, kV, kState, kALog, kA, kDtBias, kB, kScale, kOutput, kNewState, kCount };
 
+// Tiles are counted in int64 and at most 2^30 at this batch (2^22 x 8 heads x 32 tiles), so the
+// grid stays within its 2^31 - 1 limit even when the occupancy query fails and every tile gets a
+// CTA of its own.
+constexpr int64_t kMaxBatch = int64_t{1} << 22;
+
 thread_local const char* t_error = "";  // message for the last non-zero status of this thread
 
 int fail(int status, const char* message) {
@@ -58,6 +63,7 @@ KH_EXPORT int khk_gdn_decode_qk4_v8_d128_k_last(const DLTensor* t, int32_t num_t
                 "expected 11 tensors (q k v state A_log a dt_bias b scale output new_state) with q "
                 "of shape [B, 1, 4, 128]");
   const int64_t B = t[kQ].shape[0];
+  if (B < 0) return fail(KH_ERROR_INVALID_ARGUMENT, "q has a negative batch size");
   if (!has_layout(t[kQ], kDLBfloat, 16, {B, 1, kQKHeads, kHeadSize}) ||
       !has_layout(t[kK], kDLBfloat, 16, {B, 1, kQKHeads, kHeadSize}))
     return fail(KH_ERROR_INVALID_ARGUMENT, "q and k must be compact bf16 [B, 1, 4, 128]");
@@ -99,7 +105,7 @@ KH_EXPORT int khk_gdn_decode_qk4_v8_d128_k_last(const DLTensor* t, int32_t num_t
     return fail(KH_ERROR_INVALID_ARGUMENT,
                 "state and new_state must be 16-byte aligned, q and k 8-byte aligned");
   if (B == 0) return KH_OK;
-  if (B > (int64_t{1} << 22))  // 2^22 x 8 heads x 32 tiles: the grid's 2^31 - 1 limit
+  if (B > kMaxBatch)
     return fail(KH_ERROR_INVALID_ARGUMENT, "batch_size above 4194304 is not supported");
 
   if (dispatch(args, static_cast<cudaStream_t>(stream)) != cudaSuccess)

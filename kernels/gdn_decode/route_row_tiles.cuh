@@ -29,8 +29,9 @@
 
 namespace khk::gdn_decode {
 
+constexpr int kWarpSize = 32;
 constexpr int kLanesPerRow = 8;
-constexpr int kRowsPerPass = 32 / kLanesPerRow;                 // rows a warp holds per pass
+constexpr int kRowsPerPass = kWarpSize / kLanesPerRow;          // rows a warp holds per pass
 constexpr int kVecsPerLane = kHeadSize / 4 / kLanesPerRow;      // float4s of a row per lane
 
 template <CachePolicy P>
@@ -46,7 +47,7 @@ __device__ __forceinline__ float4 load_state(const float* p) {
   }
   if constexpr (P == CachePolicy::ef) {
     uint64_t policy;
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));  // CSE-able
     asm volatile(
         "ld.global.L1::no_allocate.L2::cache_hint.L2::256B.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
         : "=f"(r.x), "=f"(r.y), "=f"(r.z), "=f"(r.w)
@@ -87,9 +88,14 @@ __device__ __forceinline__ float row_sum(float x) {
 }
 
 // The gates of one (b, h), in fp32 as the reference computes them: g = exp(-exp(A_log) *
-// softplus(a + dt_bias)) with torch's softplus (threshold 20), beta = sigmoid(b). FAST_GATES
-// trades the libm functions for the SFU approximations (a few ulp in g, well inside the
-// tolerance) to shorten the chain between the first loads and the first stores.
+// softplus(a + dt_bias)) with torch's softplus (linear above kSoftplusThreshold), beta =
+// sigmoid(b). FAST_GATES takes the exponentials and the division from the SFU (about 1e-6
+// relative in g while exp(A_log) * softplus stays below ~100, beyond which g underflows anyway)
+// to shorten the chain between the first loads and the first stores. softplus keeps log1pf in
+// both: log(1 + e^x) rounds 1 + e^x and loses e^x for x below about -16, which a large
+// exp(A_log) turns into a wrong g.
+constexpr float kSoftplusThreshold = 20.0f;
+
 struct Gates {
   float g, beta;
 };
@@ -97,10 +103,10 @@ struct Gates {
 __device__ __forceinline__ Gates compute_gates(float a, float b, float A_log, float dt_bias) {
   const float x = a + dt_bias;
   if constexpr (kFastGates) {
-    const float softplus = x > 20.0f ? x : __logf(1.0f + __expf(x));
+    const float softplus = x > kSoftplusThreshold ? x : log1pf(__expf(x));
     return {__expf(-__expf(A_log) * softplus), __fdividef(1.0f, 1.0f + __expf(-b))};
   } else {
-    const float softplus = x > 20.0f ? x : log1pf(expf(x));
+    const float softplus = x > kSoftplusThreshold ? x : log1pf(expf(x));
     return {expf(-expf(A_log) * softplus), 1.0f / (1.0f + expf(-b))};
   }
 }
@@ -109,7 +115,7 @@ __device__ __forceinline__ Gates compute_gates(float a, float b, float A_log, fl
 template <int kWarps, int kPasses, bool kHasState>
 __device__ __forceinline__ void update_tile(const DecodeArgs& args, int64_t tile_index) {
   constexpr int kTilesPerHead = kHeadSize / (kRowsPerPass * kWarps * kPasses);
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int64_t head = tile_index / kTilesPerHead;  // b * 8 + h
   const int tile = static_cast<int>(tile_index % kTilesPerHead);
   const int h = static_cast<int>(head % kVHeads);
@@ -177,14 +183,14 @@ __device__ __forceinline__ void update_tile(const DecodeArgs& args, int64_t tile
 }
 
 // Tiles in order, tile t = (b * 8 + h) * tiles_per_head + tile within the head. A grid smaller
-// than the tile count strides over them: CTAs stay resident and there is no partial last wave.
+// than the tile count (at most WAVES x the CTAs the GPU holds at once) strides over them.
 template <int kWarps, int kPasses, bool kHasState>
-__global__ void __launch_bounds__(32 * kWarps) row_tiles_kernel(DecodeArgs args, int64_t tiles) {
+__global__ void __launch_bounds__(kWarpSize * kWarps) row_tiles_kernel(DecodeArgs args, int64_t tiles) {
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x)
     update_tile<kWarps, kPasses, kHasState>(args, t);
 }
 
-// The launch shape of one call: tiles of 4 x warps x passes rows, `ctas` CTAs striding over them.
+// The launch shape of one call: tiles of 4 x warps x passes rows.
 struct RowTileShape {
   int warps;
   int passes;
@@ -193,7 +199,7 @@ struct RowTileShape {
 
 template <int kWarps, int kPasses, bool kHasState>
 cudaError_t launch_row_tiles(const DecodeArgs& args, cudaStream_t stream) {
-  constexpr int kThreads = 32 * kWarps;
+  constexpr int kThreads = kWarpSize * kWarps;
   const int64_t tiles = args.batch * kVHeads * (kHeadSize / (kRowsPerPass * kWarps * kPasses));
   const int64_t resident = resident_ctas<row_tiles_kernel<kWarps, kPasses, kHasState>>(kThreads);
   const int64_t ctas = resident > 0 ? std::min(tiles, resident * kWavesPerLaunch) : tiles;

@@ -35,9 +35,11 @@ constexpr int kMaxPasses = MAX_PASSES;      // value rows per lane group held in
 // bounded for any batch and a partial last wave is at most 1/WAVES of the work. At the official
 // batches (<= 64) WAVES = 4 launches one CTA per tile; 1, 2 and 4 measured within noise.
 constexpr int kWavesPerLaunch = WAVES;
-// SFU exp/log for the gates (route_row_tiles.cuh): they sit between the first loads and the
-// first stores, so at batch 1 they cost 2.22 against 2.08 us on one H200; the results stay within
-// the official tolerance, including the `extreme` inputs (gate pre-activations with std 10).
+// SFU exponentials and division for the gates (route_row_tiles.cuh), which sit between the first
+// loads and the first stores. With SFU softplus as well, batch 1 took 2.08 against 2.22 us on one
+// H200, but that softplus lost e^x below x = -16 (a wrong g once exp(A_log) is large), so
+// softplus now keeps log1pf and the default is the libm path, as the reference computes it;
+// this knob is the tuner's to measure again.
 constexpr bool kFastGates = FAST_GATES;
 constexpr CachePolicy kStateLoad = CachePolicy::STATE_LOAD;
 constexpr CachePolicy kStateStore = CachePolicy::STATE_STORE;
