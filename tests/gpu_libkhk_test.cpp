@@ -24,7 +24,10 @@ namespace {
 
 constexpr const char* kDecode = "gdn_decode_qk4_v8_d128_k_last";
 constexpr int kState = 3, kNewState = 10;  // positions in the decode's tensor list
-constexpr std::int64_t kBatch = 5;         // not a power of two, not an official size
+// Batch sizes from tests/data/extra_shapes: 5 (not a power of two, not an official size: small
+// tiles, one CTA per tile) and 256 (the largest tiles, CTAs striding over more tiles than the grid
+// has CTAs).
+constexpr std::int64_t kBatches[] = {5, 256};
 
 void check_cuda(cudaError_t e, const char* what) {
   ASSERT_EQ(e, cudaSuccess) << what << ": " << cudaGetErrorString(e);
@@ -36,12 +39,12 @@ kh_entry_fn load_entry(const std::string& symbol) {
   return library ? reinterpret_cast<kh_entry_fn>(dlsym(library, symbol.c_str())) : nullptr;
 }
 
-Workload decode_workload(const Definition& def) {
+Workload decode_workload(const Definition& def, std::int64_t batch) {
   for (auto& record : load_workload_file(test::source_dir() / "tests/data/extra_shapes" /
                                          (std::string(kDecode) + ".jsonl")))
-    if (resolve_axes(def, record.workload, "extra_shapes").at("batch_size") == kBatch)
+    if (resolve_axes(def, record.workload, "extra_shapes").at("batch_size") == batch)
       return record.workload;
-  ADD_FAILURE() << "no batch_size " << kBatch << " workload in tests/data/extra_shapes";
+  ADD_FAILURE() << "no batch_size " << batch << " workload in tests/data/extra_shapes";
   return {};
 }
 
@@ -52,7 +55,7 @@ void expect_matches(const Definition& def, const DrawnCallInputs& drawn, const O
   EXPECT_TRUE(r.passed()) << what << ": " << r.message;
 }
 
-class LibkhkDecode : public ::testing::Test {
+class LibkhkDecode : public ::testing::TestWithParam<std::int64_t> {
  protected:
   void SetUp() override {
     KH_REQUIRE_GPU();
@@ -61,7 +64,8 @@ class LibkhkDecode : public ::testing::Test {
     gpu_ = make_cuda_backend(0);
     dataset_ = std::make_unique<Dataset>(Dataset::open(test::source_dir()));
     def_ = &dataset_->definition(kDecode);
-    gen_ = std::make_unique<InputGenerator>(*def_, decode_workload(*def_), test::source_dir());
+    gen_ = std::make_unique<InputGenerator>(*def_, decode_workload(*def_, GetParam()),
+                                            test::source_dir());
     check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream");
   }
   void TearDown() override {
@@ -76,12 +80,12 @@ class LibkhkDecode : public ::testing::Test {
   cudaStream_t stream_ = nullptr;
 };
 
-TEST_F(LibkhkDecode, UpdatesTheStateInPlace) {
+TEST_P(LibkhkDecode, UpdatesTheStateInPlace) {
   const DrawnCallInputs drawn = generate_drawn_call_inputs(*gen_, 0);
   CallBuffers buffers(*gpu_, *def_, gen_->axes(), drawn.host, 0, drawn.draws);
   const OutputSet expected = run_device_reference(*gpu_, *def_, gen_->axes(), buffers);
   std::vector<DLTensor> t = buffers.tensors();
-  const std::size_t state_bytes = static_cast<std::size_t>(kBatch) * 8 * 128 * 128 * 4;
+  const std::size_t state_bytes = static_cast<std::size_t>(GetParam()) * 8 * 128 * 128 * 4;
   check_cuda(cudaMemcpy(t[kNewState].data, t[kState].data, state_bytes, cudaMemcpyDeviceToDevice),
              "copy the state into new_state");
   t[kState].data = t[kNewState].data;
@@ -90,7 +94,7 @@ TEST_F(LibkhkDecode, UpdatesTheStateInPlace) {
   expect_matches(*def_, drawn, expected, buffers, "in place");
 }
 
-TEST_F(LibkhkDecode, GraphCapturedOnceIsRightForNewInputs) {
+TEST_P(LibkhkDecode, GraphCapturedOnceIsRightForNewInputs) {
   const DrawnCallInputs first = generate_drawn_call_inputs(*gen_, 0);
   CallBuffers buffers(*gpu_, *def_, gen_->axes(), first.host, 0, first.draws);
   const std::vector<DLTensor>& t = buffers.tensors();
@@ -114,6 +118,9 @@ TEST_F(LibkhkDecode, GraphCapturedOnceIsRightForNewInputs) {
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
 }
+
+INSTANTIATE_TEST_SUITE_P(Batches, LibkhkDecode, ::testing::ValuesIn(kBatches),
+                         [](const auto& info) { return "batch_" + std::to_string(info.param); });
 
 }  // namespace
 }  // namespace kh

@@ -11,7 +11,8 @@ expected=$(for toml in "$root"/kernels/*/candidate.toml; do
     echo "$toml: entry $entry should be khk_$def" >&2; exit 1
   fi
   for sym in "$entry" "${entry}_error"; do
-    grep -q "$sym(" "$root/kernels/khk.h" || { echo "kernels/khk.h does not declare $sym" >&2; exit 1; }
+    grep -Eq "^KH_EXPORT .*[ *]$sym\(" "$root/kernels/khk.h" ||
+      { echo "kernels/khk.h does not declare $sym" >&2; exit 1; }
     echo "$sym"
   done
 done | sort)
