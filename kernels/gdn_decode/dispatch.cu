@@ -14,7 +14,7 @@ RowTileShape choose_row_tile_shape(int64_t batch) {
   // Grow warps first (a wider CTA), then passes (more bytes in flight per thread), while the
   // grid keeps kMinCtas CTAs.
   RowTileShape shape{1, 1};
-  auto ctas = [&](RowTileShape s) { return batch * kVHeads * (kHeadSize / s.rows()); };
+  auto ctas = [&](RowTileShape s) { return batch * kVHeads * tiles_per_head(s.warps, s.passes); };
   while (true) {
     RowTileShape wider = shape;
     if (shape.warps < kMaxWarpsPerCta)

@@ -34,6 +34,11 @@ constexpr int kLanesPerRow = 8;
 constexpr int kRowsPerPass = kWarpSize / kLanesPerRow;          // rows a warp holds per pass
 constexpr int kVecsPerLane = kHeadSize / 4 / kLanesPerRow;      // float4s of a row per lane
 
+// A tile is 4 rows x warps x passes; a head's 128 value rows make this many tiles.
+__host__ __device__ constexpr int tiles_per_head(int warps, int passes) {
+  return kHeadSize / (kRowsPerPass * warps * passes);
+}
+
 template <CachePolicy P>
 __device__ __forceinline__ float4 load_state(const float* p) {
   const float4* v = reinterpret_cast<const float4*>(p);
@@ -114,7 +119,7 @@ __device__ __forceinline__ Gates compute_gates(float a, float b, float A_log, fl
 // One tile: kWarps warps, each making kPasses passes over 4 rows.
 template <int kWarps, int kPasses, bool kHasState>
 __device__ __forceinline__ void update_tile(const DecodeArgs& args, int64_t tile_index) {
-  constexpr int kTilesPerHead = kHeadSize / (kRowsPerPass * kWarps * kPasses);
+  constexpr int kTilesPerHead = tiles_per_head(kWarps, kPasses);
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int64_t head = tile_index / kTilesPerHead;  // b * 8 + h
   const int tile = static_cast<int>(tile_index % kTilesPerHead);
@@ -185,7 +190,8 @@ __device__ __forceinline__ void update_tile(const DecodeArgs& args, int64_t tile
 // Tiles in order, tile t = (b * 8 + h) * tiles_per_head + tile within the head. A grid smaller
 // than the tile count (at most WAVES x the CTAs the GPU holds at once) strides over them.
 template <int kWarps, int kPasses, bool kHasState>
-__global__ void __launch_bounds__(kWarpSize * kWarps) row_tiles_kernel(DecodeArgs args, int64_t tiles) {
+__global__ void __launch_bounds__(kWarpSize * kWarps)
+    row_tiles_kernel(DecodeArgs args, int64_t tiles) {
   for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x)
     update_tile<kWarps, kPasses, kHasState>(args, t);
 }
@@ -194,16 +200,16 @@ __global__ void __launch_bounds__(kWarpSize * kWarps) row_tiles_kernel(DecodeArg
 struct RowTileShape {
   int warps;
   int passes;
-  int rows() const { return kRowsPerPass * warps * passes; }
 };
 
 template <int kWarps, int kPasses, bool kHasState>
 cudaError_t launch_row_tiles(const DecodeArgs& args, cudaStream_t stream) {
   constexpr int kThreads = kWarpSize * kWarps;
-  const int64_t tiles = args.batch * kVHeads * (kHeadSize / (kRowsPerPass * kWarps * kPasses));
-  const int64_t resident = resident_ctas<row_tiles_kernel<kWarps, kPasses, kHasState>>(kThreads);
+  constexpr auto kernel = row_tiles_kernel<kWarps, kPasses, kHasState>;
+  const int64_t tiles = args.batch * kVHeads * tiles_per_head(kWarps, kPasses);
+  const int64_t resident = resident_ctas<kernel>(kThreads);
   const int64_t ctas = resident > 0 ? std::min(tiles, resident * kWavesPerLaunch) : tiles;
-  row_tiles_kernel<kWarps, kPasses, kHasState><<<static_cast<unsigned>(ctas), kThreads, 0, stream>>>(args, tiles);
+  kernel<<<static_cast<unsigned>(ctas), kThreads, 0, stream>>>(args, tiles);
   return cudaGetLastError();
 }
 
@@ -225,7 +231,8 @@ inline cudaError_t launch_row_tiles(const DecodeArgs& args, RowTileShape shape,
       default: return launch_row_tiles<kMaxWarpsPerCta, 1>(args, stream);
     }
   }
-  if (shape.passes == 2) return launch_row_tiles<kMaxWarpsPerCta, kMaxPasses >= 2 ? 2 : 1>(args, stream);
+  if (shape.passes == 2)
+    return launch_row_tiles<kMaxWarpsPerCta, kMaxPasses >= 2 ? 2 : 1>(args, stream);
   return launch_row_tiles<kMaxWarpsPerCta, kMaxPasses>(args, stream);
 }
 
