@@ -223,6 +223,21 @@ TEST(AttentionInputs, IndicesAreValidPageSpansOrScatteredSets) {
   }
   EXPECT_GE(first_pad, 0);
   EXPECT_GT(last_valid, first_pad) << "some -1 sits before a valid index";
+  Fixture dup(kAttention,
+              workload("dup", {{"num_tokens", 2}, {"num_pages", num_pages}},
+                       {{"pattern", "scattered"}}),
+              {kDefaultSeed, "duplicates"});
+  const InputSet d_inputs = dup.gen.generate(0, {"ckv_cache", "kpe_cache"});
+  const HostTensor& d = d_inputs.at("sparse_indices");
+  for (int t = 0; t < 2; ++t) {
+    std::set<double> distinct;
+    for (int j = 0; j < 2048; ++j) {
+      EXPECT_NE(d.get(t * 2048 + j), -1);
+      distinct.insert(d.get(t * 2048 + j));
+    }
+    EXPECT_LT(distinct.size(), 2048u - 2048u / 8) << "about a quarter of the entries repeat others";
+    EXPECT_GT(distinct.size(), 2048u / 2);
+  }
 }
 
 TEST(MoeInputs, ScalesArePositiveCodesInRangeAndVariantsRouteAsNamed) {

@@ -8,6 +8,7 @@
 // row). Without hints the pattern is page_span over a random 1..32 pages.
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "kh/core/error.h"
 #include "kh/gen/official_distribution.h"
@@ -23,6 +24,10 @@ constexpr std::int64_t kMaxSpanPages = 32;  // page_span rows of the official se
 constexpr std::int64_t kScatteredMaxContext = 4 * kTopK;
 constexpr double kExtremeQueryScale = 64.0;   // logits large enough to overflow exp()
 constexpr std::int64_t kAllPaddingEvery = 4;  // all_padding: token 0 and every 4th
+constexpr std::int64_t kDuplicateEvery = 4;   // duplicates: one valid entry in 4 repeats another
+// Counter offsets of a token's structural stream, one range per use, far apart.
+constexpr std::int64_t kShuffleOffset = 10'000'000;
+constexpr std::int64_t kDuplicateOffset = 20'000'000;
 
 class DsaAttentionInputs final : public OperatorInputs {
  public:
@@ -35,6 +40,9 @@ class DsaAttentionInputs final : public OperatorInputs {
         {"scattered_padding",
          "-1 padding at random positions inside each row, not only at the end"},
         {"extreme", "queries x64: logits far beyond exp()'s float range, tests max-subtraction"},
+        {"duplicates",
+         "one valid entry in 4 repeats another valid entry of its row: the reference counts every "
+         "copy, so a kernel that deduplicates (or keys rows by index) fails"},
     };
   }
 
@@ -101,10 +109,25 @@ class DsaAttentionInputs final : public OperatorInputs {
       }
       if (ctx.variant == "scattered_padding") {
         // Shuffle the whole row so the -1 entries sit between valid ones.
-        const auto order = sample_distinct(s, 10'000'000, width, width);
+        const auto order = sample_distinct(s, kShuffleOffset, width, width);
         std::vector<std::int32_t> copy(row, row + width);
         for (std::int64_t j = 0; j < width; ++j) row[j] = copy[order[j]];
       }
+      if (ctx.variant == "duplicates") duplicate_entries(s, row, width);
+    }
+  }
+
+  // Overwrites one valid entry in kDuplicateEvery with a copy of another valid entry of the row.
+  static void duplicate_entries(const RandomStream& s, std::int32_t* row, std::int64_t width) {
+    std::vector<std::int64_t> valid;
+    for (std::int64_t j = 0; j < width; ++j)
+      if (row[j] != -1) valid.push_back(j);
+    const auto n = static_cast<std::int64_t>(valid.size());
+    if (n < 2) return;
+    for (std::int64_t k = 0; k < n / kDuplicateEvery; ++k) {
+      const std::int64_t to = valid[s.uniform_int(kDuplicateOffset + 2 * k, 0, n - 1)];
+      const std::int64_t from = valid[s.uniform_int(kDuplicateOffset + 2 * k + 1, 0, n - 1)];
+      row[to] = row[from];
     }
   }
 };
