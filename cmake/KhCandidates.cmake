@@ -10,6 +10,8 @@
 #   <prefix>_defaults  NAME=first-value for every other param: the configuration the harness
 #                      builds when no --param is given
 function(kh_read_candidate_manifest dir prefix)
+  # A changed manifest (a new param, a new source) must reconfigure, not build with stale -D flags.
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${dir}/candidate.toml")
   file(STRINGS "${dir}/candidate.toml" lines)
   set(language "")
   set(sources "")
