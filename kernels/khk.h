@@ -21,4 +21,17 @@ KH_EXPORT int khk_gdn_decode_qk4_v8_d128_k_last(const DLTensor* tensors, int32_t
                                                 uint64_t workspace_bytes);
 KH_EXPORT const char* khk_gdn_decode_qk4_v8_d128_k_last_error(void);
 
+/* dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64: q_nope q_pe ckv_cache kpe_cache
+ * sparse_indices sm_scale | output lse. Any num_tokens >= 1 (0 is a no-op) and num_pages; -1 or
+ * out-of-range indices are padding, duplicates count twice; a token with no valid index gets
+ * output 0 and lse -inf. The workspace (its size from _workspace_bytes, for the same tensors;
+ * data pointers may be NULL there) holds split partials: with less, or none, the call splits
+ * each token over fewer CTAs and stays correct. Design: kernels/dsa_attention/ROOFLINE.md. */
+KH_EXPORT int khk_dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64(
+    const DLTensor* tensors, int32_t num_tensors, void* stream, void* workspace,
+    uint64_t workspace_bytes);
+KH_EXPORT uint64_t khk_dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64_workspace_bytes(
+    const DLTensor* tensors, int32_t num_tensors);
+KH_EXPORT const char* khk_dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64_error(void);
+
 #endif /* KHK_H_ */

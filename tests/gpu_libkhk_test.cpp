@@ -1,23 +1,14 @@
-// libkhk used the way a serving engine uses it (label `gpu`; skipped without a device): the
-// entries are looked up in the shared library with dlopen and called on kh's device buffers, on
-// a stream of this process's CUDA runtime, and judged by kh's GPU reference:
+// libkhk's GDN decode used the way a serving engine uses it (label `gpu`; skipped without a
+// device): the entry is looked up in the shared library with dlopen and called on kh's device
+// buffers, on a stream of this process's CUDA runtime, and judged by kh's GPU reference:
 //   - GDN decode updating the state in place (state and new_state the same buffer);
 //   - GDN decode captured once into a CUDA graph, then replayed on new inputs written to the same
 //     addresses: every replay must match the reference for its own inputs.
-#include <dlfcn.h>
-
-#include <cuda_runtime_api.h>
-
 #include <gtest/gtest.h>
 
-#include "kh/abi.h"
-#include "kh/check/checker.h"
 #include "kh/gen/input_generator.h"
-#include "kh/run/call_buffers.h"
-#include "kh/run/call_inputs.h"
 #include "kh/run/device_reference.h"
-#include "kh/spec/dataset.h"
-#include "test_support.h"
+#include "libkhk_test_support.h"
 
 namespace kh {
 namespace {
@@ -29,44 +20,18 @@ constexpr int kState = 3, kNewState = 10;  // positions in the decode's tensor l
 // has CTAs).
 constexpr std::int64_t kBatches[] = {5, 256};
 
-void check_cuda(cudaError_t e, const char* what) {
-  ASSERT_EQ(e, cudaSuccess) << what << ": " << cudaGetErrorString(e);
-}
-
-kh_entry_fn load_entry(const std::string& symbol) {
-  void* library = dlopen(KHK_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-  if (!library) ADD_FAILURE() << "dlopen " << KHK_LIBRARY << ": " << dlerror();
-  return library ? reinterpret_cast<kh_entry_fn>(dlsym(library, symbol.c_str())) : nullptr;
-}
-
-Workload decode_workload(const Definition& def, std::int64_t batch) {
-  for (auto& record : load_workload_file(test::source_dir() / "tests/data/extra_shapes" /
-                                         (std::string(kDecode) + ".jsonl")))
-    if (resolve_axes(def, record.workload, "extra_shapes").at("batch_size") == batch)
-      return record.workload;
-  ADD_FAILURE() << "no batch_size " << batch << " workload in tests/data/extra_shapes";
-  return {};
-}
-
-void expect_matches(const Definition& def, const DrawnCallInputs& drawn, const OutputSet& expected,
-                    const CallBuffers& buffers, const std::string& what) {
-  const CheckResult r = check_outputs(def, drawn.host, expected, buffers.download_outputs(),
-                                      official_options(def, false));
-  EXPECT_TRUE(r.passed()) << what << ": " << r.message;
-}
-
 class LibkhkDecode : public ::testing::TestWithParam<std::int64_t> {
  protected:
   void SetUp() override {
     KH_REQUIRE_GPU();
-    entry_ = load_entry(std::string("khk_") + kDecode);
+    entry_ = reinterpret_cast<kh_entry_fn>(test::libkhk_symbol(std::string("khk_") + kDecode));
     ASSERT_NE(entry_, nullptr) << "libkhk exports no khk_" << kDecode;
     gpu_ = make_cuda_backend(0);
     dataset_ = std::make_unique<Dataset>(Dataset::open(test::source_dir()));
     def_ = &dataset_->definition(kDecode);
-    gen_ = std::make_unique<InputGenerator>(*def_, decode_workload(*def_, GetParam()),
-                                            test::source_dir());
-    check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream");
+    gen_ = std::make_unique<InputGenerator>(
+        *def_, test::extra_shape_workload(*def_, "batch_size", GetParam()), test::source_dir());
+    test::check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream");
   }
   void TearDown() override {
     if (stream_) cudaStreamDestroy(stream_);
@@ -86,12 +51,12 @@ TEST_P(LibkhkDecode, UpdatesTheStateInPlace) {
   const OutputSet expected = run_device_reference(*gpu_, *def_, gen_->axes(), buffers);
   std::vector<DLTensor> t = buffers.tensors();
   const std::size_t state_bytes = static_cast<std::size_t>(GetParam()) * 8 * 128 * 128 * 4;
-  check_cuda(cudaMemcpy(t[kNewState].data, t[kState].data, state_bytes, cudaMemcpyDeviceToDevice),
+  test::check_cuda(cudaMemcpy(t[kNewState].data, t[kState].data, state_bytes, cudaMemcpyDeviceToDevice),
              "copy the state into new_state");
   t[kState].data = t[kNewState].data;
   ASSERT_EQ(entry_(t.data(), static_cast<int32_t>(t.size()), stream_, nullptr, 0), KH_OK);
-  check_cuda(cudaStreamSynchronize(stream_), "decode");
-  expect_matches(*def_, drawn, expected, buffers, "in place");
+  test::check_cuda(cudaStreamSynchronize(stream_), "decode");
+  test::expect_matches(*def_, drawn, expected, buffers, "in place");
 }
 
 TEST_P(LibkhkDecode, GraphCapturedOnceIsRightForNewInputs) {
@@ -99,21 +64,21 @@ TEST_P(LibkhkDecode, GraphCapturedOnceIsRightForNewInputs) {
   CallBuffers buffers(*gpu_, *def_, gen_->axes(), first.host, 0, first.draws);
   const std::vector<DLTensor>& t = buffers.tensors();
   // Global mode: any synchronising or allocating call made during the capture invalidates it.
-  check_cuda(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal), "begin capture");
+  test::check_cuda(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal), "begin capture");
   const int status = entry_(t.data(), static_cast<int32_t>(t.size()), stream_, nullptr, 0);
   cudaGraph_t graph = nullptr;
-  check_cuda(cudaStreamEndCapture(stream_, &graph), "end capture");
+  test::check_cuda(cudaStreamEndCapture(stream_, &graph), "end capture");
   ASSERT_EQ(status, KH_OK);
   cudaGraphExec_t exec = nullptr;
-  check_cuda(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+  test::check_cuda(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
   for (std::int64_t trial = 1; trial <= 3; ++trial) {
     const DrawnCallInputs drawn = generate_drawn_call_inputs(*gen_, trial);
     buffers.reupload_inputs(drawn.host, drawn.draws);
     const OutputSet expected = run_device_reference(*gpu_, *def_, gen_->axes(), buffers);
     buffers.poison_outputs();
-    check_cuda(cudaGraphLaunch(exec, stream_), "replay");
-    check_cuda(cudaStreamSynchronize(stream_), "replay");
-    expect_matches(*def_, drawn, expected, buffers, "replay on trial " + std::to_string(trial));
+    test::check_cuda(cudaGraphLaunch(exec, stream_), "replay");
+    test::check_cuda(cudaStreamSynchronize(stream_), "replay");
+    test::expect_matches(*def_, drawn, expected, buffers, "replay on trial " + std::to_string(trial));
   }
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);

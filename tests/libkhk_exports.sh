@@ -1,6 +1,7 @@
 #!/bin/sh
 # libkhk exports exactly one C ABI entry per kernels/<op>/ (khk_<definition>, the candidate's
-# entry) and its _error function, each declared in kernels/khk.h; nothing else leaks.
+# entry), its _error function and, where the operator uses a workspace, its _workspace_bytes, each
+# declared in kernels/khk.h; nothing else leaks.
 # Usage: tests/libkhk_exports.sh LIBKHK SOURCE_DIR
 set -eu
 lib=$1 root=$2
@@ -15,6 +16,12 @@ expected=$(for toml in "$root"/kernels/*/candidate.toml; do
       { echo "kernels/khk.h does not declare $sym" >&2; exit 1; }
     echo "$sym"
   done
+  # Optional: exported exactly when the entry's source defines it.
+  if grep -q "KH_EXPORT uint64_t ${entry}_workspace_bytes" "$(dirname "$toml")"/*.cu; then
+    grep -Eq "^KH_EXPORT .*[ *]${entry}_workspace_bytes\(" "$root/kernels/khk.h" ||
+      { echo "kernels/khk.h does not declare ${entry}_workspace_bytes" >&2; exit 1; }
+    echo "${entry}_workspace_bytes"
+  fi
 done | sort)
 actual=$(nm -D --defined-only "$lib" | awk '{print $3}' | sort)
 if [ "$expected" != "$actual" ]; then

@@ -1,0 +1,233 @@
+// The split-KV route: flash-decoding over a token's selected rows. Each CTA owns one token and one
+// split of its 2048 index slots (slots split, split + splits, ...: the round-robin deal spreads the
+// valid rows evenly however the padding is placed). A CTA
+//   1. compacts its slots' valid rows into shared memory, in slot order (-1 and out-of-range
+//      entries are dropped; duplicates stay, as the reference counts them twice);
+//   2. gathers them 64 at a time with 16-byte cp.async into a two-stage ring, each row once: its
+//      576 values are the key, and its first 512 the value;
+//   3. per block: logits S = Q K^T on tensor cores (16 heads = one MMA's M; warp w takes rows
+//      16w..16w+15, all 576 columns), a block-wide running max in base 2, P = 2^(S - m) in bf16,
+//      and O += P V (warp w owns output columns 128w..128w+127);
+//   4. writes the normalised output and the base-2 LSE when it is the token's only split, else
+//      its unnormalised O with (m, l) for merge_splits.cuh.
+// A split with no valid row writes (m, l) = (-inf, 0), which the merge skips; a token with none
+// at all gets output 0 and LSE -inf, as in the reference.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "dsa_attention.cuh"
+#include "warp_mma.cuh"
+
+namespace khk::dsa_attention {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kBlockRows = 16 * kWarps;          // rows per gathered block
+constexpr int kColsPerWarp = kCkvDim / kWarps;   // 128 output columns per warp
+constexpr int kOutTiles = kColsPerWarp / 8;      // 16 accumulator tiles of 16 heads x 8 columns
+constexpr int kStages = 2;
+constexpr int kChunksPerRow = kKeyDim / 8;       // 72 16-byte pieces: 64 of ckv, then 8 of kpe
+constexpr int kCkvChunks = kCkvDim / 8;
+// Shared rows are padded by 16 bytes (1168 bytes apart) so the 8 rows of an ldmatrix fall in
+// distinct banks; likewise P's rows (144 bytes apart).
+constexpr int kRowStride = kKeyDim + 8;
+constexpr int kPStride = kBlockRows + 8;
+
+struct SplitSmem {
+  __nv_bfloat16 rows[kStages][kBlockRows][kRowStride];
+  __nv_bfloat16 q[kHeads][kRowStride];             // [q_nope | q_pe] per head
+  __nv_bfloat16 p[kHeads][kPStride];               // this block's probabilities
+  float warp_max[kWarps][kHeads];
+  float warp_sum[kWarps][kHeads];
+  int32_t warp_count[kWarps];
+  int32_t valid_rows[kTopK];                       // compacted cache rows of this split
+};
+
+__global__ void __launch_bounds__(kThreads, 1)
+    split_kv_attention(AttentionArgs args, SplitPartials partials, int splits) {
+  extern __shared__ __align__(128) unsigned char smem_bytes[];
+  SplitSmem& s = *reinterpret_cast<SplitSmem*>(smem_bytes);
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int64_t token = blockIdx.x / splits;
+  const int split = static_cast<int>(blockIdx.x % splits);
+  // The merge (a programmatic dependent launch) may start now; it waits for this grid's results.
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+
+  // 1. Compaction, 128 slots per step, in slot order (the result is the same on every call).
+  const int32_t* slot_rows = args.indices + token * kTopK;
+  const int slots = (kTopK - split + splits - 1) / splits;
+  int count = 0;
+  for (int base = 0; base < slots; base += kThreads) {
+    const int j = base + tid;
+    const int32_t row = j < slots ? slot_rows[j * splits + split] : -1;
+    const bool valid = row >= 0 && row < args.cache_rows;
+    const unsigned ballot = __ballot_sync(~0u, valid);
+    if (lane == 0) s.warp_count[warp] = __popc(ballot);
+    __syncthreads();
+    int before = count, total = 0;
+    for (int w = 0; w < kWarps; ++w) {
+      before += w < warp ? s.warp_count[w] : 0;
+      total += s.warp_count[w];
+    }
+    if (valid) s.valid_rows[before + __popc(ballot & ((1u << lane) - 1))] = row;
+    count += total;
+    __syncthreads();
+  }
+  const int blocks = (count + kBlockRows - 1) / kBlockRows;
+
+  // 2. Gathers: Q with block 0, then block 1; one commit group per block, empty ones included,
+  //    so that "all but the newest group landed" always means "this block landed".
+  auto gather_block = [&](int block, int stage) {
+    for (int c = tid; c < kBlockRows * kChunksPerRow; c += kThreads) {
+      const int r = c / kChunksPerRow, piece = c % kChunksPerRow;
+      const int i = block * kBlockRows + r;
+      const bool valid = i < count;
+      const int64_t row = valid ? s.valid_rows[i] : 0;
+      const __nv_bfloat16* src = piece < kCkvChunks
+                                     ? args.ckv + row * kCkvDim + piece * 8
+                                     : args.kpe + row * kKpeDim + (piece - kCkvChunks) * 8;
+      gather_16b(&s.rows[stage][r][piece * 8], src, valid);  // rows past the count: zeros
+    }
+  };
+  if (blocks > 0) {
+    for (int c = tid; c < kHeads * kChunksPerRow; c += kThreads) {
+      const int h = c / kChunksPerRow, piece = c % kChunksPerRow;
+      const __nv_bfloat16* src =
+          piece < kCkvChunks ? args.q_nope + (token * kHeads + h) * kCkvDim + piece * 8
+                             : args.q_pe + (token * kHeads + h) * kKpeDim + (piece - kCkvChunks) * 8;
+      gather_16b(&s.q[h][piece * 8], src, true);
+    }
+    gather_block(0, 0);
+  }
+  gather_commit();
+  if (blocks > 1) gather_block(1, 1);
+  gather_commit();
+
+  // 3. The blocks. Lane (g, q4) holds heads g and g + 8 of every accumulator tile.
+  const int g = lane / 4, q4 = lane % 4;
+  float o[kOutTiles][4] = {};
+  float m_run[2] = {-INFINITY, -INFINITY};
+  float l_run[2] = {0.0f, 0.0f};
+  for (int block = 0; block < blocks; ++block) {
+    const int stage = block % kStages;
+    gather_wait<1>();
+    __syncthreads();
+    const __nv_bfloat16(*rows)[kRowStride] = s.rows[stage];
+    const int row0 = warp * 16;
+
+    float logit[2][4] = {};
+    for (int k0 = 0; k0 < kKeyDim; k0 += 16) {
+      uint32_t a[4], b[4];
+      ldmatrix_x4(a, &s.q[lane % 16][k0 + (lane / 16) * 8]);
+      ldmatrix_x4(b, &rows[row0 + lane % 8 + (lane / 16) * 8][k0 + (lane / 8) % 2 * 8]);
+      mma_bf16_16816(logit[0], a, b[0], b[1]);
+      mma_bf16_16816(logit[1], a, b[2], b[3]);
+    }
+
+    // Base-2 units; rows past the split's count do not exist.
+    const int first = block * kBlockRows + row0;
+    float block_max[2] = {-INFINITY, -INFINITY};
+    for (int n = 0; n < 2; ++n)
+      for (int e = 0; e < 4; ++e) {
+        const bool exists = first + n * 8 + q4 * 2 + e % 2 < count;
+        logit[n][e] = exists ? logit[n][e] * args.scale_log2 : -INFINITY;
+        block_max[e / 2] = fmaxf(block_max[e / 2], logit[n][e]);
+      }
+    for (int i = 0; i < 2; ++i) {
+      block_max[i] = fmaxf(block_max[i], __shfl_xor_sync(~0u, block_max[i], 1));
+      block_max[i] = fmaxf(block_max[i], __shfl_xor_sync(~0u, block_max[i], 2));
+    }
+    if (q4 == 0) {
+      s.warp_max[warp][g] = block_max[0];
+      s.warp_max[warp][g + 8] = block_max[1];
+    }
+    __syncthreads();
+
+    float m_new[2], alpha[2], sum[2] = {0.0f, 0.0f};
+    for (int i = 0; i < 2; ++i) {
+      m_new[i] = m_run[i];
+      for (int w = 0; w < kWarps; ++w) m_new[i] = fmaxf(m_new[i], s.warp_max[w][g + 8 * i]);
+      // A block holds at least one row, so m_new is finite; the guard keeps -inf - -inf out.
+      if (m_new[i] == -INFINITY) m_new[i] = 0.0f;
+      alpha[i] = exp2f(m_run[i] - m_new[i]);
+    }
+    for (int n = 0; n < 2; ++n) {
+      float p[4];
+      for (int e = 0; e < 4; ++e) {
+        p[e] = exp2f(logit[n][e] - m_new[e / 2]);
+        sum[e / 2] += p[e];
+      }
+      const int col = row0 + n * 8 + q4 * 2;
+      *reinterpret_cast<uint32_t*>(&s.p[g][col]) = pack_bf16x2(p[0], p[1]);
+      *reinterpret_cast<uint32_t*>(&s.p[g + 8][col]) = pack_bf16x2(p[2], p[3]);
+    }
+    for (int i = 0; i < 2; ++i) {
+      sum[i] += __shfl_xor_sync(~0u, sum[i], 1);
+      sum[i] += __shfl_xor_sync(~0u, sum[i], 2);
+    }
+    if (q4 == 0) {
+      s.warp_sum[warp][g] = sum[0];
+      s.warp_sum[warp][g + 8] = sum[1];
+    }
+    __syncthreads();
+
+    for (int i = 0; i < 2; ++i) {
+      float block_sum = 0.0f;
+      for (int w = 0; w < kWarps; ++w) block_sum += s.warp_sum[w][g + 8 * i];
+      l_run[i] = l_run[i] * alpha[i] + block_sum;
+      m_run[i] = m_new[i];
+    }
+    for (int t = 0; t < kOutTiles; ++t) {
+      o[t][0] *= alpha[0];
+      o[t][1] *= alpha[0];
+      o[t][2] *= alpha[1];
+      o[t][3] *= alpha[1];
+    }
+    const int col_base = warp * kColsPerWarp;
+    for (int k0 = 0; k0 < kBlockRows; k0 += 16) {
+      uint32_t a[4];
+      ldmatrix_x4(a, &s.p[lane % 16][k0 + (lane / 16) * 8]);
+      for (int t = 0; t < kOutTiles; t += 2) {
+        uint32_t b[4];
+        ldmatrix_x4_trans(b, &rows[k0 + lane % 8 + (lane / 8) % 2 * 8]
+                                  [col_base + t * 8 + (lane / 16) * 8]);
+        mma_bf16_16816(o[t], a, b[0], b[1]);
+        mma_bf16_16816(o[t + 1], a, b[2], b[3]);
+      }
+    }
+    __syncthreads();  // every warp is done with this stage, p and the warp sums
+    if (block + kStages < blocks) gather_block(block + kStages, stage);
+    gather_commit();
+  }
+
+  // 4. Results. m_run and l_run are the same in every warp.
+  const int col_base = warp * kColsPerWarp + q4 * 2;
+  for (int i = 0; i < 2; ++i) {
+    const int head = g + 8 * i;
+    const int64_t token_head = token * kHeads + head;
+    if (splits == 1) {
+      const float inv = l_run[i] > 0.0f ? 1.0f / l_run[i] : 0.0f;
+      __nv_bfloat16* out = args.output + token_head * kCkvDim + col_base;
+      for (int t = 0; t < kOutTiles; ++t)
+        *reinterpret_cast<uint32_t*>(out + t * 8) =
+            pack_bf16x2(o[t][2 * i] * inv, o[t][2 * i + 1] * inv);
+      if (warp == 0 && q4 == 0)
+        args.lse[token_head] = l_run[i] > 0.0f ? m_run[i] + log2f(l_run[i]) : -INFINITY;
+    } else {
+      const int64_t part = (token * splits + split) * kHeads + head;
+      if (count > 0) {
+        float* out = partials.o + part * kCkvDim + col_base;
+        for (int t = 0; t < kOutTiles; ++t)
+          *reinterpret_cast<float2*>(out + t * 8) = make_float2(o[t][2 * i], o[t][2 * i + 1]);
+      }
+      if (warp == 0 && q4 == 0)
+        partials.ml[part] = make_float2(count > 0 ? m_run[i] : -INFINITY, l_run[i]);
+    }
+  }
+}
+
+}  // namespace khk::dsa_attention
