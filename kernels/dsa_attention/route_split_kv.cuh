@@ -4,7 +4,8 @@
 //   1. compacts its slots' valid rows into shared memory, in slot order (-1 and out-of-range
 //      entries are dropped; duplicates stay, as the reference counts them twice);
 //   2. gathers them 64 at a time with 16-byte cp.async into a two-stage ring, each row once: its
-//      576 values are the key, and its first 512 the value;
+//      576 values are the key, and its first 512 the value (Q's load is issued first, before the
+//      index loads, so its latency hides behind theirs);
 //   3. per block: logits S = Q K^T on tensor cores (16 heads = one MMA's M; warp w takes rows
 //      16w..16w+15, all 576 columns), a block-wide running max in base 2, P = 2^(S - m) in bf16,
 //      and O += P V (warp w owns output columns 128w..128w+127);
@@ -36,6 +37,8 @@ constexpr int kCkvChunks = kCkvDim / 8;
 // distinct banks; likewise P's rows (144 bytes apart).
 constexpr int kRowStride = kKeyDim + 8;
 constexpr int kPStride = kBlockRows + 8;
+constexpr int kLogitChains = 4;                  // divides the 36 k-steps of a logit tile
+static_assert((kKeyDim / 16) % kLogitChains == 0);
 
 struct SplitSmem {
   __nv_bfloat16 rows[kStages][kBlockRows][kRowStride];
@@ -56,6 +59,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int split = static_cast<int>(blockIdx.x % splits);
   // The merge (a programmatic dependent launch) may start now; it waits for this grid's results.
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+
+  // 0. Q does not depend on the indices: its load overlaps the compaction's index loads.
+  for (int c = tid; c < kHeads * kChunksPerRow; c += kThreads) {
+    const int h = c / kChunksPerRow, piece = c % kChunksPerRow;
+    const __nv_bfloat16* src =
+        piece < kCkvChunks ? args.q_nope + (token * kHeads + h) * kCkvDim + piece * 8
+                           : args.q_pe + (token * kHeads + h) * kKpeDim + (piece - kCkvChunks) * 8;
+    gather_16b(&s.q[h][piece * 8], src, true);
+  }
+  gather_commit();
 
   // 1. Compaction, 128 slots per step, in slot order (the result is the same on every call).
   const int32_t* slot_rows = args.indices + token * kTopK;
@@ -79,8 +92,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   const int blocks = (count + kBlockRows - 1) / kBlockRows;
 
-  // 2. Gathers: Q with block 0, then block 1; one commit group per block, empty ones included,
-  //    so that "all but the newest group landed" always means "this block landed".
+  // 2. Gathers: block 0, then block 1; one commit group per block, empty ones included, so that
+  //    "all but the newest group landed" always means "Q and this block landed".
   auto gather_block = [&](int block, int stage) {
     for (int c = tid; c < kBlockRows * kChunksPerRow; c += kThreads) {
       const int r = c / kChunksPerRow, piece = c % kChunksPerRow;
@@ -93,16 +106,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       gather_16b(&s.rows[stage][r][piece * 8], src, valid);  // rows past the count: zeros
     }
   };
-  if (blocks > 0) {
-    for (int c = tid; c < kHeads * kChunksPerRow; c += kThreads) {
-      const int h = c / kChunksPerRow, piece = c % kChunksPerRow;
-      const __nv_bfloat16* src =
-          piece < kCkvChunks ? args.q_nope + (token * kHeads + h) * kCkvDim + piece * 8
-                             : args.q_pe + (token * kHeads + h) * kKpeDim + (piece - kCkvChunks) * 8;
-      gather_16b(&s.q[h][piece * 8], src, true);
-    }
-    gather_block(0, 0);
-  }
+  if (blocks > 0) gather_block(0, 0);
   gather_commit();
   if (blocks > 1) gather_block(1, 1);
   gather_commit();
@@ -119,14 +123,24 @@ __global__ void __launch_bounds__(kThreads, 1)
     const __nv_bfloat16(*rows)[kRowStride] = s.rows[stage];
     const int row0 = warp * 16;
 
-    float logit[2][4] = {};
+    // kLogitChains independent accumulators per tile, summed at the end: one chain of 36
+    // dependent MMAs per tile would put 36 MMA latencies on every block's critical path.
+    float chain[kLogitChains][2][4] = {};
+#pragma unroll
     for (int k0 = 0; k0 < kKeyDim; k0 += 16) {
       uint32_t a[4], b[4];
       ldmatrix_x4(a, &s.q[lane % 16][k0 + (lane / 16) * 8]);
       ldmatrix_x4(b, &rows[row0 + lane % 8 + (lane / 16) * 8][k0 + (lane / 8) % 2 * 8]);
-      mma_bf16_16816(logit[0], a, b[0], b[1]);
-      mma_bf16_16816(logit[1], a, b[2], b[3]);
+      float(&c)[2][4] = chain[(k0 / 16) % kLogitChains];
+      mma_bf16_16816(c[0], a, b[0], b[1]);
+      mma_bf16_16816(c[1], a, b[2], b[3]);
     }
+    float logit[2][4];
+    for (int n = 0; n < 2; ++n)
+      for (int e = 0; e < 4; ++e) {
+        logit[n][e] = chain[0][n][e];
+        for (int c = 1; c < kLogitChains; ++c) logit[n][e] += chain[c][n][e];
+      }
 
     // Base-2 units; rows past the split's count do not exist.
     const int first = block * kBlockRows + row0;
