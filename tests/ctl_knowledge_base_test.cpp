@@ -84,7 +84,8 @@ TEST(KnowledgeBase, NeverRepeatsAFailureInTheSameStateButDoesOnceTheStateChanged
   EXPECT_EQ(choose_direction(kb, changed, all).direction->name, "fold_merge_into_split_kernel");
 
   // An archived or promoted round is not a failure.
-  const std::vector<RoundRecord> archived = {failed(s, "fold_merge_into_split_kernel", D::kArchive)};
+  const std::vector<RoundRecord> archived = {
+      failed(s, "fold_merge_into_split_kernel", D::kArchive)};
   EXPECT_EQ(choose_direction(kb, s, archived).direction->name, "fold_merge_into_split_kernel");
 }
 
@@ -119,8 +120,9 @@ TEST(KnowledgeBase, MalformedFilesNameTheFileAndTheField) {
                    "[[direction]]\nname = \"a\"\nclasses = [\"spilling\"]\nhypothesis = \"h\"\n"
                    "[[direction]]\nname = \"a\"\nclasses = [\"spilling\"]\nhypothesis = \"h\"\n",
                "used twice");
-  expect_error(head + "[[direction]]\nname = \"a\"\nclasses = [\"spilling\"]\nhypothesis = \"h\"\n"
-                      "min_headroom = 0.5\n",
+  expect_error(head +
+                   "[[direction]]\nname = \"a\"\nclasses = [\"spilling\"]\nhypothesis = \"h\"\n"
+                   "min_headroom = 0.5\n",
                "'min_headroom'");
   expect_error("family = [\n", "kb.toml");
 }

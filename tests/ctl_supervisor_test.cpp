@@ -26,9 +26,8 @@ RoundRecord round(int n, const char* state, const char* direction, D decision,
 }
 
 bool has(const std::vector<SupervisorFinding>& f, Signal s, Recommendation r) {
-  return std::any_of(f.begin(), f.end(), [&](const auto& x) {
-    return x.signal == s && x.recommendation == r;
-  });
+  return std::any_of(f.begin(), f.end(),
+                     [&](const auto& x) { return x.signal == s && x.recommendation == r; });
 }
 
 TEST(Supervisor, HealthyHistoryHasNoFinding) {
@@ -91,8 +90,8 @@ TEST(Supervisor, RegressionOfTheRetainedCandidateAsksForAReplay) {
   // Within the tolerance (2 %): noise, not a regression.
   const std::vector<RoundRecord> noise = {round(1, "s", "a", D::kPromote, 0.1, 10.0),
                                           round(2, "s", "b", D::kReject, std::nullopt, 10.1)};
-  EXPECT_FALSE(has(supervise(noise, kMinEffect), Signal::kRegression,
-                   Recommendation::kHighTrialReplay));
+  EXPECT_FALSE(
+      has(supervise(noise, kMinEffect), Signal::kRegression, Recommendation::kHighTrialReplay));
 }
 
 TEST(Supervisor, DiminishingReturnsAreGainsBelowTheMinimumEffect) {

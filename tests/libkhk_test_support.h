@@ -34,8 +34,8 @@ inline void* libkhk_symbol(const std::string& symbol) {
 /// The workload of tests/data/extra_shapes/<definition>.jsonl whose `axis` is `value`.
 inline Workload extra_shape_workload(const Definition& def, const std::string& axis,
                                      std::int64_t value) {
-  for (auto& record : load_workload_file(source_dir() / "tests/data/extra_shapes" /
-                                         (def.name + ".jsonl")))
+  for (auto& record :
+       load_workload_file(source_dir() / "tests/data/extra_shapes" / (def.name + ".jsonl")))
     if (resolve_axes(def, record.workload, "extra_shapes").at(axis) == value)
       return record.workload;
   ADD_FAILURE() << "no " << axis << " " << value << " workload in tests/data/extra_shapes";

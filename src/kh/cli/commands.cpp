@@ -31,6 +31,7 @@ void register_commands(CLI::App& app) {
   add_gate_command(app);
   add_promote_command(app);
   add_retained_command(app);
+  add_state_command(app);
   add_worker_command(app);
 }
 

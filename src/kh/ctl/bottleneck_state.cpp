@@ -32,9 +32,8 @@ std::string short_name(const std::string& kernel) {
 std::pair<Bottleneck, std::string> classify_kernel(const KernelProfile& k) {
   if (k.local_memory_bytes && k.grid_threads > 0 &&
       *k.local_memory_bytes / k.grid_threads > kSpillBytesPerThread)
-    return {Bottleneck::kSpilling,
-            fmt::format("{:.1f} bytes of local-memory traffic per thread",
-                        *k.local_memory_bytes / k.grid_threads)};
+    return {Bottleneck::kSpilling, fmt::format("{:.1f} bytes of local-memory traffic per thread",
+                                               *k.local_memory_bytes / k.grid_threads)};
   if (k.waves_per_sm && *k.waves_per_sm < kUnderfilledWaves)
     return {Bottleneck::kUnderfilledGrid, fmt::format("{:.2f} waves per SM", *k.waves_per_sm)};
   if (k.sm_throughput_pct && k.memory_throughput_pct) {
@@ -80,10 +79,11 @@ std::string bottleneck_name(Bottleneck b) {
 Bottleneck bottleneck_from_name(const std::string& name, const std::string& where) {
   for (const auto& [value, n] : kNames)
     if (name == n) return value;
-  fail("{}: unknown bottleneck class \"{}\" (expected one of launch_bound, spilling, "
-       "underfilled_grid, memory_bound, compute_bound, occupancy_registers, "
-       "occupancy_shared_memory, uncoalesced, latency_bound, balanced, unknown)",
-       where, name);
+  fail(
+      "{}: unknown bottleneck class \"{}\" (expected one of launch_bound, spilling, "
+      "underfilled_grid, memory_bound, compute_bound, occupancy_registers, "
+      "occupancy_shared_memory, uncoalesced, latency_bound, balanced, unknown)",
+      where, name);
 }
 
 std::string BottleneckState::signature() const {
@@ -113,8 +113,8 @@ BottleneckState classify(const CallProfile& call, std::optional<double> floor_se
   }
   if (span > 0 && gaps / span >= kLaunchGapShare) {
     s.bottleneck = Bottleneck::kLaunchBound;
-    s.evidence = fmt::format("{:.0f}% of the {:.2f} us span is between kernels",
-                             100 * gaps / span, span * 1e6);
+    s.evidence = fmt::format("{:.0f}% of the {:.2f} us span is between kernels", 100 * gaps / span,
+                             span * 1e6);
     return s;
   }
   auto [bottleneck, evidence] = classify_kernel(*dominant);

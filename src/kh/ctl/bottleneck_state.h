@@ -30,12 +30,12 @@ std::string bottleneck_name(Bottleneck b);
 Bottleneck bottleneck_from_name(const std::string& name, const std::string& where);
 
 struct BottleneckState {
-  std::string dominant_kernel;      // its name up to the argument list
-  double dominant_share = 0;        // of the sum of the call's kernel durations
+  std::string dominant_kernel;  // its name up to the argument list
+  double dominant_share = 0;    // of the sum of the call's kernel durations
   int kernels = 0;
   Bottleneck bottleneck = Bottleneck::kUnknown;
-  std::string evidence;             // the numbers the class rests on, for people
-  std::optional<double> headroom;   // span / roofline floor (1 = at the floor)
+  std::string evidence;            // the numbers the class rests on, for people
+  std::optional<double> headroom;  // span / roofline floor (1 = at the floor)
   /// What rounds compare: the class and the dominant kernel ("memory_bound@split_kv_attention").
   std::string signature() const;
 };

@@ -14,20 +14,20 @@ namespace kh::ctl {
 struct KernelProfile {
   std::string name;
   double duration_seconds = 0;
-  std::optional<double> sm_throughput_pct;        // sm__throughput, % of peak
-  std::optional<double> memory_throughput_pct;    // gpu__compute_memory_throughput, % of peak
-  std::optional<double> dram_throughput_pct;      // dram__throughput, % of peak
+  std::optional<double> sm_throughput_pct;      // sm__throughput, % of peak
+  std::optional<double> memory_throughput_pct;  // gpu__compute_memory_throughput, % of peak
+  std::optional<double> dram_throughput_pct;    // dram__throughput, % of peak
   std::optional<double> registers_per_thread;
-  std::optional<double> dynamic_smem_bytes;       // per block
+  std::optional<double> dynamic_smem_bytes;  // per block
   std::optional<double> theoretical_occupancy_pct;
   std::optional<double> achieved_occupancy_pct;
   std::optional<double> waves_per_sm;
-  std::optional<double> local_memory_bytes;       // spill traffic (loads + stores)
-  std::optional<double> sectors_per_request;      // global loads
-  std::optional<double> tensor_pipe_pct;          // tensor-core pipe, % of peak
-  std::optional<std::string> occupancy_limiter;   // "registers", "shared_memory", "warps", "blocks"
-  double grid_threads = 0;                        // block size x grid size
-  std::map<std::string, double> raw;              // every numeric metric, by ncu name
+  std::optional<double> local_memory_bytes;      // spill traffic (loads + stores)
+  std::optional<double> sectors_per_request;     // global loads
+  std::optional<double> tensor_pipe_pct;         // tensor-core pipe, % of peak
+  std::optional<std::string> occupancy_limiter;  // "registers", "shared_memory", "warps", "blocks"
+  double grid_threads = 0;                       // block size x grid size
+  std::map<std::string, double> raw;             // every numeric metric, by ncu name
 };
 
 /// One call: its kernels in launch order and the span from the first start to the last end.

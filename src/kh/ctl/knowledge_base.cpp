@@ -10,8 +10,7 @@
 namespace kh::ctl {
 namespace {
 
-std::vector<std::string> strings(toml::node_view<const toml::node> node,
-                                 const std::string& where) {
+std::vector<std::string> strings(toml::node_view<const toml::node> node, const std::string& where) {
   std::vector<std::string> out;
   if (!node) return out;
   const toml::array* array = node.as_array();
@@ -61,7 +60,8 @@ KnowledgeBase load_knowledge_base(const std::filesystem::path& path) {
       d.classes.push_back(bottleneck_from_name(c, here + ": classes"));
     if (d.classes.empty()) fail("{}: 'classes' must name at least one bottleneck class", here);
     const auto hypothesis = (*t)["hypothesis"].value<std::string>();
-    if (!hypothesis || hypothesis->empty()) fail("{}: 'hypothesis' must be a non-empty string", here);
+    if (!hypothesis || hypothesis->empty())
+      fail("{}: 'hypothesis' must be a non-empty string", here);
     d.hypothesis = *hypothesis;
     if (const auto* node = t->get("min_headroom")) {
       const auto v = node->value<double>();
@@ -94,9 +94,8 @@ DirectionChoice choose_direction(const KnowledgeBase& kb, const BottleneckState&
               r.decision == RoundRecord::Decision::kFailed);
     });
     if (failed != history.end()) {
-      choice.skipped.push_back(fmt::format("{}: ended in {} in round {} in this same state",
-                                           d.name, decision_name(failed->decision),
-                                           failed->round));
+      choice.skipped.push_back(fmt::format("{}: ended in {} in round {} in this same state", d.name,
+                                           decision_name(failed->decision), failed->round));
       continue;
     }
     choice.direction = d;

@@ -15,15 +15,15 @@
 namespace kh::ctl {
 
 struct Direction {
-  std::string name;                   // unique in its file: what the store records
-  std::vector<Bottleneck> classes;    // the states it addresses
-  std::string hypothesis;             // what a round in this direction expects, and why
-  std::optional<double> min_headroom; // only when the call is at least this far from its floor
-  std::vector<std::string> surfaces;  // files or routes it changes, for the brief
+  std::string name;                    // unique in its file: what the store records
+  std::vector<Bottleneck> classes;     // the states it addresses
+  std::string hypothesis;              // what a round in this direction expects, and why
+  std::optional<double> min_headroom;  // only when the call is at least this far from its floor
+  std::vector<std::string> surfaces;   // files or routes it changes, for the brief
 };
 
 struct KnowledgeBase {
-  std::string family;                    // "attention", "gdn", "moe"
+  std::string family;  // "attention", "gdn", "moe"
   int version = 0;
   std::vector<std::string> definitions;  // definitions of the family
   std::vector<Direction> directions;     // in order of preference

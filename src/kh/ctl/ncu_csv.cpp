@@ -74,10 +74,10 @@ std::optional<double> number(std::string value) {
 // Seconds and bytes from ncu's unit names; percentages and counts stay as they are.
 double scale_of(const std::string& unit) {
   static const std::map<std::string, double> kScales = {
-      {"ns", 1e-9},        {"nsecond", 1e-9},    {"us", 1e-6},          {"usecond", 1e-6},
-      {"ms", 1e-3},        {"msecond", 1e-3},    {"s", 1.0},            {"second", 1.0},
-      {"byte", 1.0},       {"Kbyte", 1e3},       {"Mbyte", 1e6},        {"Gbyte", 1e9},
-      {"KB", 1024.0},      {"MB", 1048576.0},    {"Kibyte", 1024.0},    {"Mibyte", 1048576.0}};
+      {"ns", 1e-9},   {"nsecond", 1e-9}, {"us", 1e-6},       {"usecond", 1e-6},
+      {"ms", 1e-3},   {"msecond", 1e-3}, {"s", 1.0},         {"second", 1.0},
+      {"byte", 1.0},  {"Kbyte", 1e3},    {"Mbyte", 1e6},     {"Gbyte", 1e9},
+      {"KB", 1024.0}, {"MB", 1048576.0}, {"Kibyte", 1024.0}, {"Mibyte", 1048576.0}};
   const auto it = kScales.find(unit);
   return it == kScales.end() ? 1.0 : it->second;
 }
@@ -153,8 +153,10 @@ std::vector<KernelProfile> parse_ncu_csv(const std::string& text, const std::str
   auto col = [&](const char* name) {
     const auto it = column.find(name);
     if (it == column.end())
-      fail("{}: ncu CSV header has no \"{}\" column (was it printed with --csv on the details "
-           "page?)", source, name);
+      fail(
+          "{}: ncu CSV header has no \"{}\" column (was it printed with --csv on the details "
+          "page?)",
+          source, name);
     return it->second;
   };
   while (std::getline(in, line)) {
@@ -175,8 +177,8 @@ std::vector<KernelProfile> parse_ncu_csv(const std::string& text, const std::str
     KernelProfile& k = launches[static_cast<long>(*id)];
     k.name = fields[col("Kernel Name")];
     if (column.count("Block Size") && column.count("Grid Size"))
-      k.grid_threads = dim_product(fields[column["Block Size"]]) *
-                       dim_product(fields[column["Grid Size"]]);
+      k.grid_threads =
+          dim_product(fields[column["Block Size"]]) * dim_product(fields[column["Grid Size"]]);
     if (auto v = number(fields[col("Metric Value")]))
       k.raw[fields[col("Metric Name")]] = *v * scale_of(fields[col("Metric Unit")]);
   }

@@ -1,6 +1,6 @@
-// Nsight Compute's CSV (`ncu --csv --metrics <kNcuMetrics>`, the default "details" page: one row per
-// kernel launch and metric) read into kernel profiles. Values carry ncu's thousands separators and
-// units; both are normalised here (seconds, bytes, percent).
+// Nsight Compute's CSV (`ncu --csv --metrics <kNcuMetrics>`, the default "details" page: one row
+// per kernel launch and metric) read into kernel profiles. Values carry ncu's thousands separators
+// and units; both are normalised here (seconds, bytes, percent).
 #pragma once
 
 #include <string>

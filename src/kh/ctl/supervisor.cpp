@@ -31,7 +31,8 @@ std::optional<SupervisorFinding> regression(const std::vector<RoundRecord>& h) {
       *last.retained_latency_seconds <= *best * (1 + kRegressionTolerance))
     return std::nullopt;
   return SupervisorFinding{
-      Signal::kRegression, Recommendation::kHighTrialReplay,
+      Signal::kRegression,
+      Recommendation::kHighTrialReplay,
       fmt::format("the retained candidate measures {:.3g} us after round {}, {:.1f}% above the "
                   "{:.3g} us of round {}",
                   *last.retained_latency_seconds * 1e6, last.round,
@@ -76,17 +77,15 @@ std::optional<SupervisorFinding> plateau(const std::vector<RoundRecord>& h) {
         fmt::format("{} rounds in a row ended without a judged candidate (rounds {})",
                     rounds.size(), round_list(rounds)),
         rounds};
-  return SupervisorFinding{
-      Signal::kPlateau, Recommendation::kSwitchSurface,
-      fmt::format("{} rounds in a row without a promotion (rounds {})", rounds.size(),
-                  round_list(rounds)),
-      rounds};
+  return SupervisorFinding{Signal::kPlateau, Recommendation::kSwitchSurface,
+                           fmt::format("{} rounds in a row without a promotion (rounds {})",
+                                       rounds.size(), round_list(rounds)),
+                           rounds};
 }
 
 // The last rounds each found a gain, but none cleared the minimum effect: the direction's
 // returns are used up.
-std::optional<SupervisorFinding> diminishing(const std::vector<RoundRecord>& h,
-                                             double min_effect) {
+std::optional<SupervisorFinding> diminishing(const std::vector<RoundRecord>& h, double min_effect) {
   if (static_cast<int>(h.size()) < kDiminishingRounds) return std::nullopt;
   std::vector<int> rounds;
   for (auto it = h.rbegin(); it != h.rbegin() + kDiminishingRounds; ++it) {
@@ -104,31 +103,44 @@ std::optional<SupervisorFinding> diminishing(const std::vector<RoundRecord>& h,
 
 std::string signal_name(Signal s) {
   switch (s) {
-    case Signal::kPlateau: return "plateau";
-    case Signal::kCycle: return "cycle";
-    case Signal::kRegression: return "regression";
-    case Signal::kDiminishingReturns: return "diminishing_returns";
+    case Signal::kPlateau:
+      return "plateau";
+    case Signal::kCycle:
+      return "cycle";
+    case Signal::kRegression:
+      return "regression";
+    case Signal::kDiminishingReturns:
+      return "diminishing_returns";
   }
   return "unknown";
 }
 
 std::string recommendation_name(Recommendation r) {
   switch (r) {
-    case Recommendation::kSwitchDirection: return "switch_direction";
-    case Recommendation::kSwitchSurface: return "switch_surface";
-    case Recommendation::kSwitchAgent: return "switch_agent";
-    case Recommendation::kIndependentReview: return "independent_review";
-    case Recommendation::kHighTrialReplay: return "high_trial_replay";
+    case Recommendation::kSwitchDirection:
+      return "switch_direction";
+    case Recommendation::kSwitchSurface:
+      return "switch_surface";
+    case Recommendation::kSwitchAgent:
+      return "switch_agent";
+    case Recommendation::kIndependentReview:
+      return "independent_review";
+    case Recommendation::kHighTrialReplay:
+      return "high_trial_replay";
   }
   return "unknown";
 }
 
 std::string decision_name(Decision d) {
   switch (d) {
-    case Decision::kPromote: return "promote";
-    case Decision::kArchive: return "archive";
-    case Decision::kReject: return "reject";
-    case Decision::kFailed: return "failed";
+    case Decision::kPromote:
+      return "promote";
+    case Decision::kArchive:
+      return "archive";
+    case Decision::kReject:
+      return "reject";
+    case Decision::kFailed:
+      return "failed";
   }
   return "unknown";
 }
@@ -144,16 +156,17 @@ std::vector<SupervisorFinding> supervise(const std::vector<RoundRecord>& history
                                          double min_effect) {
   std::vector<SupervisorFinding> out;
   if (history.empty()) return out;
-  for (auto finding : {regression(history), cycle(history), plateau(history),
-                       diminishing(history, min_effect)})
+  for (auto finding :
+       {regression(history), cycle(history), plateau(history), diminishing(history, min_effect)})
     if (finding) out.push_back(std::move(*finding));
   // A loop that keeps cycling after switching directions needs other eyes.
-  const bool cycling = std::any_of(out.begin(), out.end(),
-                                   [](const auto& f) { return f.signal == Signal::kCycle; });
+  const bool cycling =
+      std::any_of(out.begin(), out.end(), [](const auto& f) { return f.signal == Signal::kCycle; });
   const bool stuck = std::any_of(out.begin(), out.end(),
                                  [](const auto& f) { return f.signal == Signal::kPlateau; });
   if (cycling && stuck)
-    out.push_back({Signal::kCycle, Recommendation::kIndependentReview,
+    out.push_back({Signal::kCycle,
+                   Recommendation::kIndependentReview,
                    "cycling on a plateau: an independent review of the kernel and the history",
                    {}});
   return out;

@@ -17,7 +17,7 @@ struct RoundRecord {
   std::string state_signature;  // BottleneckState::signature() when the round started
   std::string direction;        // the knowledge-base direction it pursued
   Decision decision = Decision::kReject;
-  std::optional<double> gain;   // the gate's relative gain of its best candidate (+ = faster)
+  std::optional<double> gain;  // the gate's relative gain of its best candidate (+ = faster)
   std::optional<double> retained_latency_seconds;  // the retained candidate's mean after it
 };
 
