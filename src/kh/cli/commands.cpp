@@ -32,6 +32,7 @@ void register_commands(CLI::App& app) {
   add_promote_command(app);
   add_retained_command(app);
   add_state_command(app);
+  add_tune_command(app);
   add_worker_command(app);
 }
 

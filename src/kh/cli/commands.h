@@ -29,6 +29,7 @@ void add_gate_command(CLI::App& app);
 void add_promote_command(CLI::App& app);
 void add_retained_command(CLI::App& app);
 void add_state_command(CLI::App& app);
+void add_tune_command(CLI::App& app);
 void add_roofline_command(CLI::App& app);
 
 }  // namespace kh::cli

@@ -1,0 +1,91 @@
+// `kh tune` end to end on the cpu backend: every configuration of a planted-fault candidate's
+// FAULT param is swept and ranked by wall time; the incorrect one is ranked last and never wins,
+// the slow one loses to the correct one, and a winner that is not the first configuration comes
+// with the command that gates it.
+#include <fstream>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "kh/core/json_io.h"
+#include "kh/spec/dataset.h"
+#include "test_support.h"
+
+namespace kh {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+class TuneCli : public ::testing::Test {
+ protected:
+  // The planted-fault GDN decode candidate with FAULT limited to slow, none and skip_element, in
+  // that order, so the defaults (slow) are not the fastest.
+  fs::path candidate() {
+    const fs::path dir = dir_.path() / "cand";
+    if (fs::exists(dir)) return dir;
+    fs::create_directories(dir);
+    const fs::path source = test::source_dir() / "tests/candidates/gdn_decode_cpp";
+    fs::copy_file(source / "kernel.cpp", dir / "kernel.cpp");
+    std::string manifest = read_text_file(source / "candidate.toml");
+    manifest = std::regex_replace(manifest, std::regex("FAULT = \\[.*\\]"),
+                                  "FAULT = [\"slow\", \"none\", \"skip_element\"]");
+    std::ofstream(dir / "candidate.toml") << manifest;
+    return dir;
+  }
+  fs::path workloads() {
+    const Dataset ds = Dataset::open(test::source_dir());
+    const fs::path path = dir_.path() / "workloads.jsonl";
+    std::ofstream out(path);
+    int n = 0;
+    for (const auto& w : ds.workloads("gdn_decode_qk4_v8_d128_k_last"))
+      if (n++ < 2)
+        out << Json{{"definition", "gdn_decode_qk4_v8_d128_k_last"}, {"workload", w.to_json()}}
+                   .dump()
+            << "\n";
+    return path;
+  }
+  test::CommandResult tune(const std::string& extra) {
+    return test::run_command(fmt::format(
+        "{} tune {} --workloads {} --root {} --trials 1 --timing wall --warmup 0 --iterations 3 "
+        "--timing-trials 1 --store {} --cache {} --logs {} {}",
+        KH_BINARY, candidate().string(), workloads().string(), test::source_dir().string(),
+        (dir_.path() / "store").string(), (dir_.path() / "cache").string(),
+        (dir_.path() / "logs").string(), extra));
+  }
+  test::ScopedTempDir dir_;
+};
+
+TEST_F(TuneCli, RanksEveryConfigurationAndNamesTheWinner) {
+  const auto r = tune("--json");
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const Json j = Json::parse(r.out);
+  ASSERT_EQ(j["configurations"].size(), 3u);
+  EXPECT_EQ(j["winner"]["FAULT"], "none");
+  EXPECT_FALSE(j["winner_is_first"].get<bool>());
+  EXPECT_EQ(j["configurations"][1]["params"]["FAULT"], "slow");
+  EXPECT_GT(j["configurations"][0]["speedup_over_first"].get<double>(), 1.2)
+      << "slow computes every head twice";
+  EXPECT_EQ(j["configurations"][2]["params"]["FAULT"], "skip_element");
+  EXPECT_FALSE(j["configurations"][2]["complete"].get<bool>());
+}
+
+TEST_F(TuneCli, TextNamesTheGateCommandAndRefusesLargeGridsAndUntimedRuns) {
+  const auto r = tune("");
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("fastest: FAULT=none; gate it before adopting it"));
+  EXPECT_THAT(r.out, HasSubstr("@FAULT=none --backend cpu --timing wall"));
+  const auto big = tune("--max-configs 2");
+  EXPECT_NE(big.status, 0);
+  EXPECT_THAT(big.err, HasSubstr("3 configurations exceed --max-configs 2"));
+  const auto untimed =
+      test::run_command(fmt::format("{} tune {}", KH_BINARY, candidate().string()));
+  EXPECT_NE(untimed.status, 0);
+  EXPECT_THAT(untimed.err, HasSubstr("give --timing"));
+}
+
+}  // namespace
+}  // namespace kh
