@@ -1,29 +1,51 @@
-// `kh state PROFILE.csv [--launch I ...] [--span-us X] [--floor-us Y] [--ceilings FILE]
-// [--knowledge FILE] [--json]`: the controller's view of one call profiled by Nsight Compute (ncu
-// --csv --metrics <the list kh state --metrics prints>): each kernel's metrics, the bottleneck
-// state (ctl/bottleneck_state.h) and, with a knowledge base, the direction a round would take.
-// The launches of one call are chosen by their position in the file (default: all of them).
+// `kh state PROFILE.csv [--launch I ...] [--span-us X] [--floor-us Y | -d D -w UUID|INDEX]
+// [--ceilings FILE] [--knowledge FILE] [--json]`: the controller's view of one call profiled by
+// Nsight Compute (ncu --csv --metrics <the list kh state --metrics prints>): each kernel's
+// metrics, the bottleneck state (ctl/bottleneck_state.h) and, with a knowledge base, the direction
+// a round would take. The launches of one call are chosen by their position in the file (default:
+// all of them). The floor is given, or computed as kh roofline does for the profiled workload.
 #include <iostream>
 
 #include <fmt/format.h>
 
 #include "kh/cli/commands.h"
+#include "kh/cli/eval_options.h"
 #include "kh/core/error.h"
 #include "kh/core/json_io.h"
 #include "kh/ctl/bottleneck_state.h"
 #include "kh/ctl/knowledge_base.h"
 #include "kh/ctl/ncu_csv.h"
+#include "kh/roofline/call_cost.h"
 #include "kh/roofline/ceilings.h"
+#include "kh/run/call_inputs.h"
+#include "kh/spec/dataset.h"
 
 namespace kh::cli {
 namespace {
 
 struct Options {
   std::string profile, ceilings, knowledge;
+  std::string definition, workload, workloads_file, root = ".";
   std::vector<int> launches;
   double span_us = 0, floor_us = 0;
   bool json = false, metrics = false;
 };
+
+// The roofline floor of the profiled workload (trial 0's inputs) on `ceilings`.
+double workload_floor(const Options& o, const MachineCeilings& ceilings) {
+  const Dataset ds = Dataset::open(o.root);
+  const Definition& def = ds.definition(o.definition);
+  const std::vector<Workload> all = select_workloads(ds, def, o.workloads_file);
+  const Workload* chosen = nullptr;
+  for (std::size_t i = 0; i < all.size() && !chosen; ++i)
+    if (all[i].uuid == o.workload || std::to_string(i) == o.workload) chosen = &all[i];
+  if (!chosen)
+    fail("--workload {}: no workload of {} has this uuid or index", o.workload, def.name);
+  const InputGenerator generator(def, *chosen, ds.root(), GeneratorOptions{kDefaultSeed, ""});
+  const CallCost cost =
+      minimal_call_cost(def, generator.axes(), generate_call_inputs(generator, 0));
+  return floor_seconds(cost, ceilings);
+}
 
 Json optional_json(const std::optional<double>& v) {
   return v ? Json(*v) : Json(nullptr);
@@ -66,8 +88,18 @@ void run(const Options& o) {
   }
   if (o.span_us > 0) call.span_seconds = o.span_us * 1e-6;
   std::optional<double> floor, empty;
+  std::optional<MachineCeilings> ceilings;
+  if (!o.ceilings.empty()) {
+    ceilings = load_ceilings(o.ceilings);
+    empty = ceilings->empty_kernel_seconds;
+  }
   if (o.floor_us > 0) floor = o.floor_us * 1e-6;
-  if (!o.ceilings.empty()) empty = load_ceilings(o.ceilings).empty_kernel_seconds;
+  if (!o.workload.empty()) {
+    if (o.floor_us > 0) fail("kh state: give --floor-us or --workload, not both");
+    if (o.definition.empty() || !ceilings)
+      fail("kh state --workload {}: the floor also needs --definition and --ceilings", o.workload);
+    floor = workload_floor(o, *ceilings);
+  }
   const ctl::BottleneckState state = ctl::classify(call, floor, empty);
   std::optional<ctl::DirectionChoice> choice;
   if (!o.knowledge.empty())
@@ -79,6 +111,7 @@ void run(const Options& o) {
     Json out = {{"profile", o.profile},
                 {"kernels", kernels},
                 {"span_seconds", call.span()},
+                {"floor_seconds", optional_json(floor)},
                 {"state",
                  {{"dominant_kernel", state.dominant_kernel},
                   {"dominant_share", state.dominant_share},
@@ -133,6 +166,12 @@ void add_state_command(CLI::App& app) {
                   "position of a launch of the call in the file (repeatable; default: all)");
   cmd->add_option("--span-us", o->span_us, "the call's span from a timeline (gaps count)");
   cmd->add_option("--floor-us", o->floor_us, "the workload's roofline floor (kh roofline)");
+  cmd->add_option("--definition,-d", o->definition, "the profiled definition (for --workload)");
+  cmd->add_option("--workload,-w", o->workload,
+                  "the profiled workload (uuid or index): its floor on --ceilings, as kh roofline");
+  cmd->add_option("--workloads", o->workloads_file,
+                  "workloads JSONL file (default: the dataset's)");
+  cmd->add_option("--root,--dataset", o->root, "dataset folder")->capture_default_str();
   cmd->add_option("--ceilings", o->ceilings, "machine ceilings JSON: the empty-kernel span");
   cmd->add_option("--knowledge", o->knowledge, "knowledge base (knowledge/<family>.toml)");
   cmd->add_flag("--metrics", o->metrics, "print the metric list to pass to ncu --metrics");
