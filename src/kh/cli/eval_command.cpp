@@ -38,28 +38,6 @@ struct Options {
   EvalCliOptions e;
 };
 
-std::vector<std::pair<std::size_t, Workload>> select(const std::vector<Workload>& all,
-                                                     const std::vector<std::string>& wanted,
-                                                     const std::string& def) {
-  std::vector<std::pair<std::size_t, Workload>> out;
-  if (wanted.empty()) {
-    for (std::size_t i = 0; i < all.size(); ++i) out.emplace_back(i, all[i]);
-    return out;
-  }
-  for (const auto& w : wanted) {
-    bool found = false;
-    for (std::size_t i = 0; i < all.size() && !found; ++i) {
-      if (all[i].uuid == w || std::to_string(i) == w) {
-        out.emplace_back(i, all[i]);
-        found = true;
-      }
-    }
-    if (!found)
-      fail("--workload {}: definition {} has no workload with that uuid or index", w, def);
-  }
-  return out;
-}
-
 std::string axes_text(const Workload& w) {
   std::string s;
   for (const auto& [name, value] : w.axes)
@@ -75,7 +53,8 @@ void run(Options& o) {
   const BuildResult& build = resolved.build;
   const Dataset ds = Dataset::open(o.e.eval.root);
   const Definition& def = ds.definition(cand.definition);
-  const auto chosen = select(select_workloads(ds, def, o.workloads_file), o.workloads, def.name);
+  const auto chosen =
+      pick_workloads(select_workloads(ds, def, o.workloads_file), o.workloads, def.name);
   std::optional<MachineCeilings> ceilings = resolve_eval_cli_options(o.e, def);
   const EvalOptions& eval = o.e.eval;
   const bool progress = !o.json && isatty(STDERR_FILENO);

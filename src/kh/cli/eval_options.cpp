@@ -83,4 +83,26 @@ std::vector<Workload> select_workloads(const Dataset& ds, const Definition& def,
   return out;
 }
 
+std::vector<std::pair<std::size_t, Workload>> pick_workloads(const std::vector<Workload>& all,
+                                                             const std::vector<std::string>& wanted,
+                                                             const std::string& definition) {
+  std::vector<std::pair<std::size_t, Workload>> out;
+  if (wanted.empty()) {
+    for (std::size_t i = 0; i < all.size(); ++i) out.emplace_back(i, all[i]);
+    return out;
+  }
+  for (const auto& w : wanted) {
+    bool found = false;
+    for (std::size_t i = 0; i < all.size() && !found; ++i) {
+      if (all[i].uuid == w || std::to_string(i) == w) {
+        out.emplace_back(i, all[i]);
+        found = true;
+      }
+    }
+    if (!found)
+      fail("--workload {}: no workload of definition {} has that uuid or index", w, definition);
+  }
+  return out;
+}
+
 }  // namespace kh::cli

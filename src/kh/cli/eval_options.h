@@ -41,4 +41,11 @@ std::optional<MachineCeilings> resolve_eval_cli_options(EvalCliOptions& o, const
 std::vector<Workload> select_workloads(const Dataset& ds, const Definition& def,
                                        const std::string& file);
 
+/// The workloads of `all` that `wanted` names (each a uuid or an index into `all`, as --workload
+/// takes them), with their indices; all of them when `wanted` is empty. An unknown one is an error
+/// naming `definition`.
+std::vector<std::pair<std::size_t, Workload>> pick_workloads(const std::vector<Workload>& all,
+                                                             const std::vector<std::string>& wanted,
+                                                             const std::string& definition);
+
 }  // namespace kh::cli

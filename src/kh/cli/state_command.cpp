@@ -35,13 +35,9 @@ struct Options {
 double workload_floor(const Options& o, const MachineCeilings& ceilings) {
   const Dataset ds = Dataset::open(o.root);
   const Definition& def = ds.definition(o.definition);
-  const std::vector<Workload> all = select_workloads(ds, def, o.workloads_file);
-  const Workload* chosen = nullptr;
-  for (std::size_t i = 0; i < all.size() && !chosen; ++i)
-    if (all[i].uuid == o.workload || std::to_string(i) == o.workload) chosen = &all[i];
-  if (!chosen)
-    fail("--workload {}: no workload of {} has this uuid or index", o.workload, def.name);
-  const InputGenerator generator(def, *chosen, ds.root(), GeneratorOptions{kDefaultSeed, ""});
+  const Workload chosen =
+      pick_workloads(select_workloads(ds, def, o.workloads_file), {o.workload}, def.name)[0].second;
+  const InputGenerator generator(def, chosen, ds.root(), GeneratorOptions{kDefaultSeed, ""});
   const CallCost cost =
       minimal_call_cost(def, generator.axes(), generate_call_inputs(generator, 0));
   return floor_seconds(cost, ceilings);

@@ -56,7 +56,6 @@ void run(Options& o) {
   auto store = open_store(o.store);
   const Dataset ds = Dataset::open(o.e.eval.root);
   SweepRequest request;
-  std::vector<std::string> hashes;
   for (const ParamValues& params : grid) {
     const ResolvedCandidate c = resolve_candidate_arg(o.candidate + "@" + ctl::param_suffix(params),
                                                       {}, o.definition, o.e.cache);
@@ -66,7 +65,6 @@ void run(Options& o) {
     sc.record = candidate_record(*store, c);
     sc.build = c.build;
     sc.entry = c.candidate.entry.symbol;
-    hashes.push_back(sc.record.hash);
     request.candidates.push_back(std::move(sc));
   }
   request.definition = ds.definition(base.definition);
@@ -83,23 +81,13 @@ void run(Options& o) {
                              base.name, request.workloads.size());
   const SweepOutcome out = run_sweep(*store, request);
 
-  // The newest attempt of each (configuration, workload).
-  std::map<std::pair<std::string, std::string>, EvaluationRecord> newest;
-  for (auto& e : store->evaluations_of_sweep(out.sweep.id)) {
-    auto key = std::make_pair(e.candidate, e.workload);
-    auto it = newest.find(key);
-    if (it == newest.end() || e.attempt > it->second.attempt) newest[key] = std::move(e);
-  }
   std::vector<ctl::ConfigResults> results;
   for (std::size_t i = 0; i < grid.size(); ++i) {
     ctl::ConfigResults r;
     r.params = grid[i];
-    for (const Workload& w : request.workloads) {
-      const auto it = newest.find({hashes[i], w.uuid});
-      const bool timed =
-          it != newest.end() && it->second.status == "PASSED" && it->second.summary.has_value();
-      r.latency[w.uuid] = timed ? std::optional<double>(it->second.summary->latency) : std::nullopt;
-    }
+    for (const Workload& w : request.workloads) r.latency[w.uuid] = std::nullopt;
+    for (const auto& e : latest_per_workload(*store, request.candidates[i].record, out.sweep.id))
+      if (e.status == "PASSED" && e.summary) r.latency[e.workload] = e.summary->latency;
     results.push_back(std::move(r));
   }
   const std::vector<ctl::RankedConfig> ranked = ctl::rank_configs(results);
