@@ -1,18 +1,23 @@
 // The split-KV route: flash-decoding over a token's selected rows. Each CTA owns one token and one
 // split of its 2048 index slots (slots split, split + splits, ...: the round-robin deal spreads the
-// valid rows evenly however the padding is placed). A CTA
-//   1. compacts its slots' valid rows into shared memory, in slot order (-1 and out-of-range
-//      entries are dropped; duplicates stay, as the reference counts them twice);
-//   2. gathers them 64 at a time with 16-byte cp.async into a two-stage ring, each row once: its
-//      576 values are the key, and its first 512 the value (Q's load is issued first, before the
-//      index loads, so its latency hides behind theirs);
+// valid rows evenly however the padding is placed); a token's splits are one thread-block cluster.
+// A CTA
+//   1. loads its slots' indices into registers (one round trip), then compacts the valid rows
+//      into shared memory in slot order (-1 and out-of-range entries are dropped; duplicates
+//      stay, as the reference counts them twice);
+//   2. gathers them 64 at a time into a two-stage ring, each row once (its 576 values are the
+//      key, its first 512 the value): two bulk copies per row completing on the stage's barrier
+//      (TMA_GATHER), or 72 16-byte cp.async; Q's load is issued first, before the index loads, so
+//      its latency hides behind theirs;
 //   3. per block: logits S = Q K^T on tensor cores (16 heads = one MMA's M; warp w takes rows
-//      16w..16w+15, all 576 columns), a block-wide running max in base 2, P = 2^(S - m) in bf16,
-//      and O += P V (warp w owns output columns 128w..128w+127);
+//      16w..16w+15, all 576 columns), a block-wide running max in base 2, P = 2^(S - m) rounded to
+//      bf16 (the row sums add the rounded values, so the normalisation matches what P V used), and
+//      O += P V (warp w owns output columns 128w..128w+127);
 //   4. writes the normalised output and the base-2 LSE when it is the token's only split, else
-//      its unnormalised O with (m, l) for merge_splits.cuh.
-// A split with no valid row writes (m, l) = (-inf, 0), which the merge skips; a token with none
-// at all gets output 0 and LSE -inf, as in the reference.
+//      stages its unnormalised O and (m, l) in shared memory for the cluster's merge
+//      (cluster_merge.cuh).
+// A split with no valid row stages (m, l) = (-inf, 0) and O = 0; a token with none at all gets
+// output 0 and LSE -inf, as in the reference.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -20,7 +25,10 @@
 #include <cmath>
 #include <cstdint>
 
+#include "bulk_copy.cuh"
+#include "cluster_merge.cuh"
 #include "dsa_attention.cuh"
+#include "tuning.h"
 #include "warp_mma.cuh"
 
 namespace khk::dsa_attention {
@@ -38,7 +46,12 @@ constexpr int kCkvChunks = kCkvDim / 8;
 constexpr int kRowStride = kKeyDim + 8;
 constexpr int kPStride = kBlockRows + 8;
 constexpr int kLogitChains = 4;                  // divides the 36 k-steps of a logit tile
+constexpr int kSlotsPerThread = kTopK / kThreads;  // the most index slots a thread compacts
+constexpr uint32_t kRowBytes = kKeyDim * sizeof(__nv_bfloat16);
 static_assert((kKeyDim / 16) % kLogitChains == 0);
+static_assert(kThreads == 2 * kBlockRows, "a bulk gather gives each row's ckv and kpe a thread");
+static_assert(kHeads * kOStride * sizeof(float) <= sizeof(__nv_bfloat16) * kStages * kBlockRows * kRowStride,
+              "the merge stages O where the row ring was");
 
 struct SplitSmem {
   __nv_bfloat16 rows[kStages][kBlockRows][kRowStride];
@@ -46,19 +59,24 @@ struct SplitSmem {
   __nv_bfloat16 p[kHeads][kPStride];               // this block's probabilities
   float warp_max[kWarps][kHeads];
   float warp_sum[kWarps][kHeads];
+  MergeSmem merge;
+  uint64_t landed[kStages];                        // bulk gathers: the stage's bytes arrived
   int32_t warp_count[kWarps];
   int32_t valid_rows[kTopK];                       // compacted cache rows of this split
 };
 
+/// Launched with tokens x splits CTAs in clusters of `splits` (none when splits == 1).
 __global__ void __launch_bounds__(kThreads, 1)
-    split_kv_attention(AttentionArgs args, SplitPartials partials, int splits) {
+    split_kv_attention(AttentionArgs args, int splits) {
   extern __shared__ __align__(128) unsigned char smem_bytes[];
   SplitSmem& s = *reinterpret_cast<SplitSmem*>(smem_bytes);
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int64_t token = blockIdx.x / splits;
   const int split = static_cast<int>(blockIdx.x % splits);
-  // The merge (a programmatic dependent launch) may start now; it waits for this grid's results.
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  if (kTmaGather && tid == 0) {
+    for (int stage = 0; stage < kStages; ++stage) barrier_init(&s.landed[stage], 1);
+    barrier_init_fence();  // published to the other threads by the compaction's first barrier
+  }
 
   // 0. Q does not depend on the indices: its load overlaps the compaction's index loads.
   for (int c = tid; c < kHeads * kChunksPerRow; c += kThreads) {
@@ -70,13 +88,21 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   gather_commit();
 
-  // 1. Compaction, 128 slots per step, in slot order (the result is the same on every call).
+  // 1. The indices, all requested before any is used, then compaction in slot order, 128 slots
+  //    per step (the result is the same on every call).
   const int32_t* slot_rows = args.indices + token * kTopK;
   const int slots = (kTopK - split + splits - 1) / splits;
+  int32_t slot_row[kSlotsPerThread];
+#pragma unroll
+  for (int k = 0; k < kSlotsPerThread; ++k) {
+    const int j = k * kThreads + tid;
+    slot_row[k] = j < slots ? slot_rows[j * splits + split] : -1;
+  }
   int count = 0;
-  for (int base = 0; base < slots; base += kThreads) {
-    const int j = base + tid;
-    const int32_t row = j < slots ? slot_rows[j * splits + split] : -1;
+#pragma unroll
+  for (int k = 0; k < kSlotsPerThread; ++k) {
+    if (k * kThreads >= slots) break;  // the same for every thread
+    const int32_t row = slot_row[k];
     const bool valid = row >= 0 && row < args.cache_rows;
     const unsigned ballot = __ballot_sync(~0u, valid);
     if (lane == 0) s.warp_count[warp] = __popc(ballot);
@@ -92,18 +118,39 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   const int blocks = (count + kBlockRows - 1) / kBlockRows;
 
-  // 2. Gathers: block 0, then block 1; one commit group per block, empty ones included, so that
-  //    "all but the newest group landed" always means "Q and this block landed".
+  // 2. Gathers: block 0, then block 1. The cp.async form makes one commit group per block, empty
+  //    ones included, so that "all but the newest group landed" always means "Q and this block
+  //    landed"; the bulk form completes each block on its stage's barrier.
   auto gather_block = [&](int block, int stage) {
-    for (int c = tid; c < kBlockRows * kChunksPerRow; c += kThreads) {
-      const int r = c / kChunksPerRow, piece = c % kChunksPerRow;
-      const int i = block * kBlockRows + r;
-      const bool valid = i < count;
-      const int64_t row = valid ? s.valid_rows[i] : 0;
-      const __nv_bfloat16* src = piece < kCkvChunks
-                                     ? args.ckv + row * kCkvDim + piece * 8
-                                     : args.kpe + row * kKpeDim + (piece - kCkvChunks) * 8;
-      gather_16b(&s.rows[stage][r][piece * 8], src, valid);  // rows past the count: zeros
+    const int first = block * kBlockRows;
+    if constexpr (kTmaGather) {
+      const int n = min(kBlockRows, count - first);
+      if (tid == 0) barrier_arrive_expect(&s.landed[stage], n * kRowBytes);
+      const int r = tid % kBlockRows;
+      if (r < n) {
+        const int64_t row = s.valid_rows[first + r];
+        if (tid < kBlockRows)
+          bulk_copy_to_shared(&s.rows[stage][r][0], args.ckv + row * kCkvDim,
+                              kCkvDim * sizeof(__nv_bfloat16), &s.landed[stage]);
+        else
+          bulk_copy_to_shared(&s.rows[stage][r][kCkvDim], args.kpe + row * kKpeDim,
+                              kKpeDim * sizeof(__nv_bfloat16), &s.landed[stage]);
+      }
+      // Rows past the count: zeros (their probabilities are 0, but 0 x stale bits may be NaN).
+      for (int c = tid; c < (kBlockRows - n) * kChunksPerRow; c += kThreads)
+        *reinterpret_cast<uint4*>(&s.rows[stage][n + c / kChunksPerRow][c % kChunksPerRow * 8]) =
+            make_uint4(0, 0, 0, 0);
+    } else {
+      for (int c = tid; c < kBlockRows * kChunksPerRow; c += kThreads) {
+        const int r = c / kChunksPerRow, piece = c % kChunksPerRow;
+        const int i = first + r;
+        const bool valid = i < count;
+        const int64_t row = valid ? s.valid_rows[i] : 0;
+        const __nv_bfloat16* src = piece < kCkvChunks
+                                       ? args.ckv + row * kCkvDim + piece * 8
+                                       : args.kpe + row * kKpeDim + (piece - kCkvChunks) * 8;
+        gather_16b(&s.rows[stage][r][piece * 8], src, valid);  // rows past the count: zeros
+      }
     }
   };
   if (blocks > 0) gather_block(0, 0);
@@ -118,7 +165,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   float l_run[2] = {0.0f, 0.0f};
   for (int block = 0; block < blocks; ++block) {
     const int stage = block % kStages;
-    gather_wait<1>();
+    if constexpr (kTmaGather) {
+      gather_wait<0>();  // Q
+      barrier_wait(&s.landed[stage], (block / kStages) % 2);
+    } else {
+      gather_wait<1>();
+    }
     __syncthreads();
     const __nv_bfloat16(*rows)[kRowStride] = s.rows[stage];
     const int row0 = warp * 16;
@@ -171,13 +223,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     for (int n = 0; n < 2; ++n) {
       float p[4];
-      for (int e = 0; e < 4; ++e) {
-        p[e] = exp2f(logit[n][e] - m_new[e / 2]);
-        sum[e / 2] += p[e];
-      }
+      for (int e = 0; e < 4; ++e) p[e] = exp2f(logit[n][e] - m_new[e / 2]);
+      const __nv_bfloat162 p01 = __floats2bfloat162_rn(p[0], p[1]);
+      const __nv_bfloat162 p23 = __floats2bfloat162_rn(p[2], p[3]);
+      sum[0] += __low2float(p01) + __high2float(p01);
+      sum[1] += __low2float(p23) + __high2float(p23);
       const int col = row0 + n * 8 + q4 * 2;
-      *reinterpret_cast<uint32_t*>(&s.p[g][col]) = pack_bf16x2(p[0], p[1]);
-      *reinterpret_cast<uint32_t*>(&s.p[g + 8][col]) = pack_bf16x2(p[2], p[3]);
+      *reinterpret_cast<__nv_bfloat162*>(&s.p[g][col]) = p01;
+      *reinterpret_cast<__nv_bfloat162*>(&s.p[g + 8][col]) = p23;
     }
     for (int i = 0; i < 2; ++i) {
       sum[i] += __shfl_xor_sync(~0u, sum[i], 1);
@@ -218,12 +271,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     gather_commit();
   }
 
+  gather_wait<0>();  // a split with no row never waited for Q
+
   // 4. Results. m_run and l_run are the same in every warp.
   const int col_base = warp * kColsPerWarp + q4 * 2;
-  for (int i = 0; i < 2; ++i) {
-    const int head = g + 8 * i;
-    const int64_t token_head = token * kHeads + head;
-    if (splits == 1) {
+  if (splits == 1) {
+    for (int i = 0; i < 2; ++i) {
+      const int64_t token_head = token * kHeads + g + 8 * i;
       const float inv = l_run[i] > 0.0f ? 1.0f / l_run[i] : 0.0f;
       __nv_bfloat16* out = args.output + token_head * kCkvDim + col_base;
       for (int t = 0; t < kOutTiles; ++t)
@@ -231,17 +285,21 @@ __global__ void __launch_bounds__(kThreads, 1)
             pack_bf16x2(o[t][2 * i] * inv, o[t][2 * i + 1] * inv);
       if (warp == 0 && q4 == 0)
         args.lse[token_head] = l_run[i] > 0.0f ? m_run[i] + log2f(l_run[i]) : -INFINITY;
-    } else {
-      const int64_t part = (token * splits + split) * kHeads + head;
-      if (count > 0) {
-        float* out = partials.o + part * kCkvDim + col_base;
-        for (int t = 0; t < kOutTiles; ++t)
-          *reinterpret_cast<float2*>(out + t * 8) = make_float2(o[t][2 * i], o[t][2 * i + 1]);
-      }
-      if (warp == 0 && q4 == 0)
-        partials.ml[part] = make_float2(count > 0 ? m_run[i] : -INFINITY, l_run[i]);
     }
+    return;
   }
+  // The row ring is free (the last block ended with a barrier, and every gather landed): O is
+  // staged there.
+  float* staged_o = reinterpret_cast<float*>(&s.rows[0][0][0]);
+  for (int i = 0; i < 2; ++i) {
+    const int head = g + 8 * i;
+    for (int t = 0; t < kOutTiles; ++t)
+      *reinterpret_cast<float2*>(staged_o + head * kOStride + col_base + t * 8) =
+          make_float2(o[t][2 * i], o[t][2 * i + 1]);
+    if (warp == 0 && q4 == 0)
+      s.merge.ml[head] = make_float2(count > 0 ? m_run[i] : -INFINITY, l_run[i]);
+  }
+  merge_cluster(args, token, splits, staged_o, s.merge);
 }
 
 }  // namespace khk::dsa_attention

@@ -1,26 +1,26 @@
-// The knobs of the DSA sparse attention routes, in one place. Their values come from
+// The knobs of the DSA sparse attention route, in one place. Their values come from
 // candidate.toml's [params] (the harness passes -DNAME=value; libkhk passes each param's first
 // value), so the controller's tuner can search them; this header only names them and checks them.
 #pragma once
 
-#if !defined(CTAS_PER_SM) || !defined(MAX_SPLITS) || !defined(MERGE_PDL)
-#error "compile with the [params] of kernels/dsa_attention/candidate.toml (-DCTAS_PER_SM=... etc.)"
+#if !defined(MAX_SPLITS) || !defined(TMA_GATHER)
+#error "compile with the [params] of kernels/dsa_attention/candidate.toml (-DMAX_SPLITS=... etc.)"
 #endif
 
 namespace khk::dsa_attention {
 
 // Each token's 2048 index slots are dealt round-robin to `splits` CTAs (slot j goes to split
 // j % splits), so a token's valid rows spread evenly over its CTAs wherever the padding sits, and
-// even one token keeps many SMs gathering. The dispatch picks the most splits that keep
-// T x splits within one wave (SMs x CTAS_PER_SM), at most MAX_SPLITS; one split writes the output
-// directly, more write partials that a second kernel merges.
-constexpr int kCtasPerSm = CTAS_PER_SM;
+// even one token keeps many SMs gathering. A token's splits are one thread-block cluster and merge
+// through distributed shared memory, so MAX_SPLITS is also the cluster size: above 8 it needs
+// the non-portable cluster sizes Hopper allows (up to 16). The dispatch picks the most splits,
+// at most MAX_SPLITS, whose clusters for all tokens fit on the GPU at once (the runtime's
+// occupancy answer, asked once per device).
 constexpr int kMaxSplits = MAX_SPLITS;
-// Launch the merge as a programmatic dependent launch of the split kernel, so its launch overlaps
-// the split kernel instead of following it.
-constexpr bool kMergePdl = MERGE_PDL;
+// Gather each selected row with two bulk copies (TMA: its 1 KiB of ckv, its 128 B of kpe) that
+// complete on a stage barrier (1), or with 72 16-byte cp.async (0).
+constexpr bool kTmaGather = TMA_GATHER;
 
-static_assert(kCtasPerSm == 1 || kCtasPerSm == 2, "CTAS_PER_SM: 1 or 2");
-static_assert(kMaxSplits >= 1 && kMaxSplits <= 256, "MAX_SPLITS: 1 to 256");
+static_assert(kMaxSplits >= 1 && kMaxSplits <= 16, "MAX_SPLITS: 1 to 16 (a cluster per token)");
 
 }  // namespace khk::dsa_attention
