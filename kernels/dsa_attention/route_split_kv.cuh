@@ -9,14 +9,14 @@
 //      key, its first 512 the value): two bulk copies per row completing on the stage's barrier
 //      (TMA_GATHER), or 72 16-byte cp.async; Q's load is issued first, before the index loads, so
 //      its latency hides behind theirs;
-//   3. per block: logits S = Q K^T on tensor cores (16 heads = one MMA's M; warp w takes rows
-//      16w..16w+15, all 576 columns), a block-wide running max in base 2, P = 2^(S - m) rounded to
-//      bf16 (the row sums add the rounded values, so the normalisation matches what P V used), and
-//      O += P V (warp w owns output columns 128w..128w+127);
+//   3. per 64-row block: logits S = Q K^T on tensor cores (16 heads = one MMA's M; each warp takes
+//      64 / WARPS rows, all 576 columns), a block-wide running max in base 2, P = 2^(S - m)
+//      rounded to bf16 (the row sums add the rounded values, so the normalisation matches what
+//      P V used), and O += P V (each warp owns 512 / WARPS output columns);
 //   4. writes the normalised output and the base-2 LSE when it is the token's only split, else
-//      stages its unnormalised O and (m, l) in shared memory for the cluster's merge
-//      (cluster_merge.cuh).
-// A split with no valid row stages (m, l) = (-inf, 0) and O = 0; a token with none at all gets
+//      pushes its unnormalised O and (m, l) to the splits of its cluster that own each part of
+//      the output, and merges its own part (cluster_merge.cuh).
+// A split with no valid row pushes (m, l) = (-inf, 0) and O = 0; a token with none at all gets
 // output 0 and LSE -inf, as in the reference.
 #pragma once
 
@@ -33,11 +33,12 @@
 
 namespace khk::dsa_attention {
 
-constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
-constexpr int kBlockRows = 16 * kWarps;          // rows per gathered block
-constexpr int kColsPerWarp = kCkvDim / kWarps;   // 128 output columns per warp
-constexpr int kOutTiles = kColsPerWarp / 8;      // 16 accumulator tiles of 16 heads x 8 columns
+constexpr int kBlockRows = 64;                   // rows per gathered block
+constexpr int kLogitRows = kBlockRows / kWarps;  // a warp's rows of a block's logits
+constexpr int kLogitTiles = kLogitRows / 8;      // ... as 16-head x 8-row MMA tiles
+constexpr int kColsPerWarp = kCkvDim / kWarps;   // a warp's output columns
+constexpr int kOutTiles = kColsPerWarp / 8;      // ... as 16-head x 8-column accumulator tiles
 constexpr int kStages = 2;
 constexpr int kChunksPerRow = kKeyDim / 8;       // 72 16-byte pieces: 64 of ckv, then 8 of kpe
 constexpr int kCkvChunks = kCkvDim / 8;
@@ -49,9 +50,8 @@ constexpr int kLogitChains = 4;                  // divides the 36 k-steps of a 
 constexpr int kSlotsPerThread = kTopK / kThreads;  // the most index slots a thread compacts
 constexpr uint32_t kRowBytes = kKeyDim * sizeof(__nv_bfloat16);
 static_assert((kKeyDim / 16) % kLogitChains == 0);
-static_assert(kThreads == 2 * kBlockRows, "a bulk gather gives each row's ckv and kpe a thread");
-static_assert(kHeads * kOStride * sizeof(float) <= sizeof(__nv_bfloat16) * kStages * kBlockRows * kRowStride,
-              "the merge stages O where the row ring was");
+static_assert(kThreads >= 2 * kBlockRows, "a bulk gather gives each row's ckv and kpe a thread");
+static_assert(kLogitTiles == 1 || kLogitTiles == 2);
 
 struct SplitSmem {
   __nv_bfloat16 rows[kStages][kBlockRows][kRowStride];
@@ -65,6 +65,8 @@ struct SplitSmem {
   int32_t valid_rows[kTopK];                       // compacted cache rows of this split
 };
 
+static_assert(sizeof(SplitSmem) <= 227 * 1024, "above an H100/H200 SM's shared memory");
+
 /// Launched with tokens x splits CTAs in clusters of `splits` (none when splits == 1).
 __global__ void __launch_bounds__(kThreads, 1)
     split_kv_attention(AttentionArgs args, int splits) {
@@ -73,9 +75,19 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int64_t token = blockIdx.x / splits;
   const int split = static_cast<int>(blockIdx.x % splits);
-  if (kTmaGather && tid == 0) {
-    for (int stage = 0; stage < kStages; ++stage) barrier_init(&s.landed[stage], 1);
-    barrier_init_fence();  // published to the other threads by the compaction's first barrier
+  if (tid == 0) {
+    if (kTmaGather)
+      for (int stage = 0; stage < kStages; ++stage) barrier_init(&s.landed[stage], 1);
+    if (splits > 1) {
+      barrier_init(&s.merge.received, 1);
+      expect_merge_inputs(s.merge, split, splits);
+    }
+    barrier_init_fence();  // published here by the compaction's first barrier
+  }
+  // ... and to the cluster by this arrival, which every split waits on before its first push.
+  if (splits > 1) {
+    tabulate_slices(s.merge, splits);
+    cluster_arrive_relaxed();
   }
 
   // 0. Q does not depend on the indices: its load overlaps the compaction's index loads.
@@ -127,7 +139,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int n = min(kBlockRows, count - first);
       if (tid == 0) barrier_arrive_expect(&s.landed[stage], n * kRowBytes);
       const int r = tid % kBlockRows;
-      if (r < n) {
+      if (r < n && tid < 2 * kBlockRows) {
         const int64_t row = s.valid_rows[first + r];
         if (tid < kBlockRows)
           bulk_copy_to_shared(&s.rows[stage][r][0], args.ckv + row * kCkvDim,
@@ -173,22 +185,29 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     __syncthreads();
     const __nv_bfloat16(*rows)[kRowStride] = s.rows[stage];
-    const int row0 = warp * 16;
+    const int row0 = warp * kLogitRows;
 
     // kLogitChains independent accumulators per tile, summed at the end: one chain of 36
     // dependent MMAs per tile would put 36 MMA latencies on every block's critical path.
-    float chain[kLogitChains][2][4] = {};
+    float chain[kLogitChains][kLogitTiles][4] = {};
 #pragma unroll
     for (int k0 = 0; k0 < kKeyDim; k0 += 16) {
-      uint32_t a[4], b[4];
+      uint32_t a[4];
       ldmatrix_x4(a, &s.q[lane % 16][k0 + (lane / 16) * 8]);
-      ldmatrix_x4(b, &rows[row0 + lane % 8 + (lane / 16) * 8][k0 + (lane / 8) % 2 * 8]);
-      float(&c)[2][4] = chain[(k0 / 16) % kLogitChains];
-      mma_bf16_16816(c[0], a, b[0], b[1]);
-      mma_bf16_16816(c[1], a, b[2], b[3]);
+      float(&c)[kLogitTiles][4] = chain[(k0 / 16) % kLogitChains];
+      if constexpr (kLogitTiles == 2) {
+        uint32_t b[4];
+        ldmatrix_x4(b, &rows[row0 + lane % 8 + (lane / 16) * 8][k0 + (lane / 8) % 2 * 8]);
+        mma_bf16_16816(c[0], a, b[0], b[1]);
+        mma_bf16_16816(c[1], a, b[2], b[3]);
+      } else {
+        uint32_t b[2];
+        ldmatrix_x2(b, &rows[row0 + lane % 8][k0 + (lane / 8) % 2 * 8]);
+        mma_bf16_16816(c[0], a, b[0], b[1]);
+      }
     }
-    float logit[2][4];
-    for (int n = 0; n < 2; ++n)
+    float logit[kLogitTiles][4];
+    for (int n = 0; n < kLogitTiles; ++n)
       for (int e = 0; e < 4; ++e) {
         logit[n][e] = chain[0][n][e];
         for (int c = 1; c < kLogitChains; ++c) logit[n][e] += chain[c][n][e];
@@ -197,7 +216,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     // Base-2 units; rows past the split's count do not exist.
     const int first = block * kBlockRows + row0;
     float block_max[2] = {-INFINITY, -INFINITY};
-    for (int n = 0; n < 2; ++n)
+    for (int n = 0; n < kLogitTiles; ++n)
       for (int e = 0; e < 4; ++e) {
         const bool exists = first + n * 8 + q4 * 2 + e % 2 < count;
         logit[n][e] = exists ? logit[n][e] * args.scale_log2 : -INFINITY;
@@ -221,7 +240,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (m_new[i] == -INFINITY) m_new[i] = 0.0f;
       alpha[i] = exp2f(m_run[i] - m_new[i]);
     }
-    for (int n = 0; n < 2; ++n) {
+    for (int n = 0; n < kLogitTiles; ++n) {
       float p[4];
       for (int e = 0; e < 4; ++e) p[e] = exp2f(logit[n][e] - m_new[e / 2]);
       const __nv_bfloat162 p01 = __floats2bfloat162_rn(p[0], p[1]);
@@ -288,18 +307,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     return;
   }
-  // The row ring is free (the last block ended with a barrier, and every gather landed): O is
-  // staged there.
-  float* staged_o = reinterpret_cast<float*>(&s.rows[0][0][0]);
-  for (int i = 0; i < 2; ++i) {
-    const int head = g + 8 * i;
-    for (int t = 0; t < kOutTiles; ++t)
-      *reinterpret_cast<float2*>(staged_o + head * kOStride + col_base + t * 8) =
-          make_float2(o[t][2 * i], o[t][2 * i + 1]);
-    if (warp == 0 && q4 == 0)
-      s.merge.ml[head] = make_float2(count > 0 ? m_run[i] : -INFINITY, l_run[i]);
-  }
-  merge_cluster(args, token, splits, staged_o, s.merge);
+  // Several splits: O and (m, l) go to the splits that own each output quad (cluster_merge.cuh).
+  cluster_wait();  // every split's barrier is initialised
+  push_output_quads(o, warp * kColsPerWarp, split, splits, s.merge);
+  if (warp == 0 && q4 == 0)
+    for (int i = 0; i < 2; ++i)
+      s.merge.ml_own[g + 8 * i] = make_float2(count > 0 ? m_run[i] : -INFINITY, l_run[i]);
+  __syncthreads();
+  finish_merge(args, token, split, splits, s.merge);
 }
 
 }  // namespace khk::dsa_attention

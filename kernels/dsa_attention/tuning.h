@@ -3,7 +3,7 @@
 // value), so the controller's tuner can search them; this header only names them and checks them.
 #pragma once
 
-#if !defined(MAX_SPLITS) || !defined(TMA_GATHER)
+#if !defined(MAX_SPLITS) || !defined(TMA_GATHER) || !defined(WARPS)
 #error "compile with the [params] of kernels/dsa_attention/candidate.toml (-DMAX_SPLITS=... etc.)"
 #endif
 
@@ -21,6 +21,11 @@ constexpr int kMaxSplits = MAX_SPLITS;
 // complete on a stage barrier (1), or with 72 16-byte cp.async (0).
 constexpr bool kTmaGather = TMA_GATHER;
 
+// Warps per CTA (one CTA per SM: its shared memory is most of the SM's). With 4, each SMSP has
+// one warp and nothing hides an ldmatrix's latency from the MMA waiting on it; 8 give each two.
+constexpr int kWarps = WARPS;
+
+static_assert(kWarps == 4 || kWarps == 8, "WARPS: 4 or 8");
 static_assert(kMaxSplits >= 1 && kMaxSplits <= 16, "MAX_SPLITS: 1 to 16 (a cluster per token)");
 
 }  // namespace khk::dsa_attention
