@@ -11,8 +11,10 @@
 // History, measured on one H200 under Nsight Compute: a second, merge kernel cost 6.5-6.9 us of a
 // call; a pull merge through distributed shared memory fenced by two cluster barriers still spent
 // about a quarter of the split kernel in the barriers' GPU-scope fences, in waiting for the
-// slowest split, and in remote loads. Pushing needs no fence: the only cluster barrier is arrived
-// at at the start (the barriers are initialised) and waited on before the first push.
+// slowest split, and in remote loads. Pushing needs no fence. The pushed O lands where the
+// owner's row ring was, so the one cluster barrier is arrived at (relaxed) once a split no longer
+// reads its rows, and waited on before its first push; it also publishes the barriers'
+// initialisation.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -31,10 +33,12 @@ constexpr int kQuadsPerHead = kCkvDim / 4;
 constexpr int kMergeLanes = 8;                      // threads per head for M and L
 static_assert((kOutputQuads & (kOutputQuads - 1)) == 0);
 
-/// The merge's shared memory: what the cluster pushed into this split (its slice of every split's
-/// O, every split's (m, l)) and the weights.
+/// Where the cluster pushes this split's slice of every split's O (in the row ring, free by then):
+/// split s's quads at [s * slice_cap, ...).
+constexpr size_t kMergeInputBytes = (kOutputQuads + kMaxSplits) * sizeof(float4);
+
+/// The rest of the merge's shared memory: every split's (m, l), the weights, the slice table.
 struct MergeSmem {
-  float4 o_in[kOutputQuads + kMaxSplits];  // split s's quads at [s * slice_cap, ...)
   float2 ml_in[kMaxSplits][kHeads];
   float2 ml_own[kHeads];                    // this split's (m, l), before it is pushed
   float weight[kMaxSplits][kHeads];         // 2^(m_s - M), 0 for an empty split
@@ -89,7 +93,8 @@ __device__ __forceinline__ void cluster_wait() {
 /// thread 0 the bytes this split will receive (every split's slice of O and its (m, l)) announced
 /// on `merge.received`, which it has just initialised with one arrival.
 __device__ __forceinline__ void tabulate_slices(MergeSmem& merge, int splits) {
-  if (static_cast<int>(threadIdx.x) <= splits) merge.slice_start[threadIdx.x] = slice_begin(threadIdx.x, splits);
+  const int d = static_cast<int>(threadIdx.x);
+  if (d <= splits) merge.slice_start[d] = slice_begin(d, splits);
 }
 
 __device__ __forceinline__ void expect_merge_inputs(MergeSmem& merge, int rank, int splits) {
@@ -106,7 +111,8 @@ __device__ __forceinline__ void expect_merge_inputs(MergeSmem& merge, int rank, 
 /// g + 8 (odd lane). `o` is the m16n8 accumulator layout of route_split_kv.cuh.
 template <int kTiles>
 __device__ __forceinline__ void push_output_quads(const float (&o)[kTiles][4], int col_base,
-                                                  int rank, int splits, MergeSmem& merge) {
+                                                  int rank, int splits, MergeSmem& merge,
+                                                  float4* o_in) {
   const int lane = threadIdx.x % 32, g = lane / 4, q4 = lane % 4;
   const bool odd = q4 % 2;
   const int head = odd ? g + 8 : g;
@@ -119,7 +125,7 @@ __device__ __forceinline__ void push_output_quads(const float (&o)[kTiles][4], i
     const int q = head * kQuadsPerHead + col / 4;
     const int owner = slice_owner(q, splits);
     const int slot = own_base + (q - merge.slice_start[owner]);
-    const uint32_t dst = cluster_address(&merge.o_in[slot], owner);
+    const uint32_t dst = cluster_address(&o_in[slot], owner);
     const uint32_t bar = cluster_address(&merge.received, owner);
     if (odd)
       push_f32x4(dst, got0, got1, o[t][2], o[t][3], bar);
@@ -132,7 +138,8 @@ __device__ __forceinline__ void push_output_quads(const float (&o)[kTiles][4], i
 /// barrier in between): pushes the (m, l), waits for everything the cluster pushed here, and
 /// writes this split's slice of the output (and, on split 0, the LSEs).
 __device__ __forceinline__ void finish_merge(const AttentionArgs& args, int64_t token, int rank,
-                                             int splits, MergeSmem& merge) {
+                                             int splits, MergeSmem& merge,
+                                             const float4* o_in) {
   const int tid = threadIdx.x;
   for (int i = tid; i < splits * kHeads; i += blockDim.x) {
     const int owner = i / kHeads, head = i % kHeads;
@@ -142,7 +149,7 @@ __device__ __forceinline__ void finish_merge(const AttentionArgs& args, int64_t 
   uint32_t done = 0;
   while (!done) {
     asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\n"
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], 0;\n"
         " selp.u32 %0, 1, 0, p;\n}\n"
         : "=r"(done)
         : "r"(smem_address(&merge.received))
@@ -155,13 +162,14 @@ __device__ __forceinline__ void finish_merge(const AttentionArgs& args, int64_t 
   if (tid < kHeads * kMergeLanes) {
     const int head = tid / kMergeLanes, part = tid % kMergeLanes;
     float M = -INFINITY;
+    // A split without rows pushed m = -inf; NaN inputs give NaN m or l, which propagate.
     for (int s = part; s < splits; s += kMergeLanes)
-      if (merge.ml_in[s][head].y > 0.0f) M = fmaxf(M, merge.ml_in[s][head].x);
+      if (merge.ml_in[s][head].x != -INFINITY) M = fmaxf(M, merge.ml_in[s][head].x);
     for (int k = 1; k < kMergeLanes; k *= 2) M = fmaxf(M, __shfl_xor_sync(~0u, M, k));
     float L = 0.0f;
     for (int s = part; s < splits; s += kMergeLanes) {
       const float2 ml = merge.ml_in[s][head];
-      const float w = ml.y > 0.0f ? exp2f(ml.x - M) : 0.0f;
+      const float w = ml.x != -INFINITY ? exp2f(ml.x - M) : 0.0f;
       merge.weight[s][head] = w;
       L += w * ml.y;
     }
@@ -180,7 +188,7 @@ __device__ __forceinline__ void finish_merge(const AttentionArgs& args, int64_t 
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     for (int s = 0; s < splits; ++s) {
       const float w = merge.weight[s][head];
-      const float4 v = merge.o_in[s * cap + (q - begin)];
+      const float4 v = o_in[s * cap + (q - begin)];
       acc.x += w * v.x;
       acc.y += w * v.y;
       acc.z += w * v.z;

@@ -28,7 +28,7 @@ cudaLaunchConfig_t launch_config(int64_t tokens, int splits, cudaStream_t stream
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(tokens * splits));
   config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = sizeof(SplitSmem);
+  config.dynamicSmemBytes = split_smem_bytes(splits);
   config.stream = stream;
   cluster->id = cudaLaunchAttributeClusterDimension;
   cluster->val.clusterDim.x = static_cast<unsigned>(splits);
@@ -42,7 +42,7 @@ cudaLaunchConfig_t launch_config(int64_t tokens, int splits, cudaStream_t stream
 cudaError_t learn_capacity(ClusterCapacity& known) {
   if (cudaError_t e = cudaFuncSetAttribute(split_kv_attention,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           sizeof(SplitSmem));
+                                           split_smem_bytes(1));
       e != cudaSuccess)
     return e;
   if (kMaxSplits > 8) {
@@ -58,7 +58,7 @@ cudaError_t learn_capacity(ClusterCapacity& known) {
     if (s == 1) {
       int per_sm = 0, device = 0, sms = 0;
       if (cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-              &per_sm, split_kv_attention, kThreads, sizeof(SplitSmem));
+              &per_sm, split_kv_attention, kThreads, split_smem_bytes(1));
           e != cudaSuccess)
         return e;
       if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;

@@ -34,7 +34,7 @@
 namespace khk::dsa_attention {
 
 constexpr int kThreads = kWarps * 32;
-constexpr int kBlockRows = 64;                   // rows per gathered block
+constexpr int kBlockRows = kGatherRows;          // rows per gathered block
 constexpr int kLogitRows = kBlockRows / kWarps;  // a warp's rows of a block's logits
 constexpr int kLogitTiles = kLogitRows / 8;      // ... as 16-head x 8-row MMA tiles
 constexpr int kColsPerWarp = kCkvDim / kWarps;   // a warp's output columns
@@ -51,7 +51,7 @@ constexpr int kSlotsPerThread = kTopK / kThreads;  // the most index slots a thr
 constexpr uint32_t kRowBytes = kKeyDim * sizeof(__nv_bfloat16);
 static_assert((kKeyDim / 16) % kLogitChains == 0);
 static_assert(kThreads >= 2 * kBlockRows, "a bulk gather gives each row's ckv and kpe a thread");
-static_assert(kLogitTiles == 1 || kLogitTiles == 2);
+static_assert(kLogitTiles == 1 || kLogitTiles == 2, "BLOCK_ROWS / WARPS: 8 or 16 logit rows");
 
 struct SplitSmem {
   __nv_bfloat16 rows[kStages][kBlockRows][kRowStride];
@@ -62,18 +62,28 @@ struct SplitSmem {
   MergeSmem merge;
   uint64_t landed[kStages];                        // bulk gathers: the stage's bytes arrived
   int32_t warp_count[kWarps];
-  int32_t valid_rows[kTopK];                       // compacted cache rows of this split
+  // Then the compacted cache rows of this split, as many as it has slots: sized at launch, so
+  // that more splits take less shared memory (split_smem_bytes).
 };
+static_assert(kMergeInputBytes <= sizeof(SplitSmem::rows), "the merge's inputs land in the row ring");
 
-static_assert(sizeof(SplitSmem) <= 227 * 1024, "above an H100/H200 SM's shared memory");
+/// The dynamic shared memory of a launch with `splits` splits per token.
+inline size_t split_smem_bytes(int splits) {
+  return sizeof(SplitSmem) + sizeof(int32_t) * ((kTopK + splits - 1) / splits);
+}
+
+static_assert(sizeof(SplitSmem) + sizeof(int32_t) * kTopK <= 227 * 1024,
+              "above an H100/H200 SM's shared memory");
 
 /// Launched with tokens x splits CTAs in clusters of `splits` (none when splits == 1).
 __global__ void __launch_bounds__(kThreads, 1)
     split_kv_attention(AttentionArgs args, int splits) {
   extern __shared__ __align__(128) unsigned char smem_bytes[];
   SplitSmem& s = *reinterpret_cast<SplitSmem*>(smem_bytes);
+  int32_t* valid_rows = reinterpret_cast<int32_t*>(smem_bytes + sizeof(SplitSmem));
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int64_t token = blockIdx.x / splits;
+  // Also the CTA's rank in its cluster: the launch's clusters are 1-D, `splits` CTAs each.
   const int split = static_cast<int>(blockIdx.x % splits);
   if (tid == 0) {
     if (kTmaGather)
@@ -82,13 +92,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       barrier_init(&s.merge.received, 1);
       expect_merge_inputs(s.merge, split, splits);
     }
-    barrier_init_fence();  // published here by the compaction's first barrier
+    barrier_init_fence();  // published here by the compaction's first barrier, and to the
+                           // cluster by the cluster barrier before the merge
   }
-  // ... and to the cluster by this arrival, which every split waits on before its first push.
-  if (splits > 1) {
-    tabulate_slices(s.merge, splits);
-    cluster_arrive_relaxed();
-  }
+  if (splits > 1) tabulate_slices(s.merge, splits);
 
   // 0. Q does not depend on the indices: its load overlaps the compaction's index loads.
   for (int c = tid; c < kHeads * kChunksPerRow; c += kThreads) {
@@ -124,7 +131,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       before += w < warp ? s.warp_count[w] : 0;
       total += s.warp_count[w];
     }
-    if (valid) s.valid_rows[before + __popc(ballot & ((1u << lane) - 1))] = row;
+    if (valid) valid_rows[before + __popc(ballot & ((1u << lane) - 1))] = row;
     count += total;
     __syncthreads();
   }
@@ -140,7 +147,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (tid == 0) barrier_arrive_expect(&s.landed[stage], n * kRowBytes);
       const int r = tid % kBlockRows;
       if (r < n && tid < 2 * kBlockRows) {
-        const int64_t row = s.valid_rows[first + r];
+        const int64_t row = valid_rows[first + r];
         if (tid < kBlockRows)
           bulk_copy_to_shared(&s.rows[stage][r][0], args.ckv + row * kCkvDim,
                               kCkvDim * sizeof(__nv_bfloat16), &s.landed[stage]);
@@ -157,7 +164,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int r = c / kChunksPerRow, piece = c % kChunksPerRow;
         const int i = first + r;
         const bool valid = i < count;
-        const int64_t row = valid ? s.valid_rows[i] : 0;
+        const int64_t row = valid ? valid_rows[i] : 0;
         const __nv_bfloat16* src = piece < kCkvChunks
                                        ? args.ckv + row * kCkvDim + piece * 8
                                        : args.kpe + row * kKpeDim + (piece - kCkvChunks) * 8;
@@ -291,6 +298,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 
   gather_wait<0>();  // a split with no row never waited for Q
+  // This split no longer reads its rows (the last block ended with a CTA barrier): the cluster
+  // may push into them.
+  if (splits > 1) cluster_arrive_relaxed();
 
   // 4. Results. m_run and l_run are the same in every warp.
   const int col_base = warp * kColsPerWarp + q4 * 2;
@@ -308,13 +318,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     return;
   }
   // Several splits: O and (m, l) go to the splits that own each output quad (cluster_merge.cuh).
-  cluster_wait();  // every split's barrier is initialised
-  push_output_quads(o, warp * kColsPerWarp, split, splits, s.merge);
+  cluster_wait();  // every split's barriers are initialised and its rows free
+  float4* o_in = reinterpret_cast<float4*>(&s.rows[0][0][0]);
+  push_output_quads(o, warp * kColsPerWarp, split, splits, s.merge, o_in);
   if (warp == 0 && q4 == 0)
     for (int i = 0; i < 2; ++i)
       s.merge.ml_own[g + 8 * i] = make_float2(count > 0 ? m_run[i] : -INFINITY, l_run[i]);
   __syncthreads();
-  finish_merge(args, token, split, splits, s.merge);
+  finish_merge(args, token, split, splits, s.merge, o_in);
 }
 
 }  // namespace khk::dsa_attention

@@ -3,7 +3,7 @@
 // value), so the controller's tuner can search them; this header only names them and checks them.
 #pragma once
 
-#if !defined(MAX_SPLITS) || !defined(TMA_GATHER) || !defined(WARPS)
+#if !defined(MAX_SPLITS) || !defined(TMA_GATHER) || !defined(WARPS) || !defined(BLOCK_ROWS)
 #error "compile with the [params] of kernels/dsa_attention/candidate.toml (-DMAX_SPLITS=... etc.)"
 #endif
 
@@ -26,7 +26,13 @@ constexpr bool kTmaGather = TMA_GATHER;
 // 23 workloads: 12.4 us against 11.6 us with 4), so 4 is the default.
 constexpr int kWarps = WARPS;
 
+// Rows per gathered block, two blocks in flight. 64 take about 150 KB of shared memory, so one
+// CTA fits an SM and a 16-CTA cluster needs 16 SMs of one GPC (on one H200 only 7 such clusters
+// fit at once, so 8 tokens get 9 splits each); 32 take about 96 KB, two CTAs per SM.
+constexpr int kGatherRows = BLOCK_ROWS;
+
 static_assert(kWarps == 4 || kWarps == 8, "WARPS: 4 or 8");
+static_assert(kGatherRows == 32 || kGatherRows == 64, "BLOCK_ROWS: 32 or 64");
 static_assert(kMaxSplits >= 1 && kMaxSplits <= 16, "MAX_SPLITS: 1 to 16 (a cluster per token)");
 
 }  // namespace khk::dsa_attention
