@@ -28,7 +28,10 @@ constexpr int kWarps = WARPS;
 
 // Rows per gathered block, two blocks in flight. 64 take about 150 KB of shared memory, so one
 // CTA fits an SM and a 16-CTA cluster needs 16 SMs of one GPC (on one H200 only 7 such clusters
-// fit at once, so 8 tokens get 9 splits each); 32 take about 96 KB, two CTAs per SM.
+// fit at once, so 8 tokens get 9 splits each); 32 take about 100 KB, two CTAs per SM, and 14
+// such clusters fit, but measured slower on one H200 (kh tune, mean over the 23 workloads: 13.2 us
+// against 12.2 us with 64; 8 tokens x 2048 rows: 23.3 against 19.3 us under Nsight Compute), as
+// the clusters' CTAs then share SMs.
 constexpr int kGatherRows = BLOCK_ROWS;
 
 static_assert(kWarps == 4 || kWarps == 8, "WARPS: 4 or 8");
