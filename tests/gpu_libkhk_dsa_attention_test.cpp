@@ -2,11 +2,10 @@
 // without a device): the entry and its workspace query are looked up with dlopen and called on
 // kh's device buffers, on a stream of this process's CUDA runtime, and judged by kh's GPU
 // reference:
-//   - captured once into a CUDA graph as the process's first call (so the route's once-per-device
-//     setup happens under the capture too), then replayed on inputs of other generator seeds
-//     written to the same addresses, so the indices change under the graph: every replay must
-//     match the reference for its own indices;
-//   - called with a null workspace, which it says it does not need.
+//   - captured once into a CUDA graph (with the workspace it asked for), then replayed on inputs
+//     of other generator seeds written to the same addresses, so the indices change under the
+//     graph: every replay must match the reference for its own indices;
+//   - called without a workspace: it must split less and stay right.
 #include <gtest/gtest.h>
 
 #include "kh/gen/input_generator.h"
@@ -18,7 +17,7 @@ namespace {
 
 constexpr const char* kAttention = "dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64";
 // Token counts from tests/data/extra_shapes: 3 (scattered rows over a 64-page cache: many splits
-// per token, merged in their cluster) and 64 (page spans: few splits).
+// per token, merged) and 64 (page spans: few splits).
 constexpr std::int64_t kTokens[] = {3, 64};
 
 using WorkspaceFn = std::uint64_t (*)(const DLTensor*, std::int32_t);
@@ -66,7 +65,9 @@ TEST_P(LibkhkAttention, GraphCapturedOnceIsRightForNewIndices) {
   CallBuffers buffers(*gpu_, *def_, first_gen->axes(), first.host, 0, first.draws);
   const std::vector<DLTensor>& t = buffers.tensors();
   const std::uint64_t bytes = workspace_bytes_(t.data(), static_cast<std::int32_t>(t.size()));
-  EXPECT_EQ(bytes, 0u) << "the splits merge in their cluster's shared memory: no workspace";
+  if (GetParam() <= 8) {
+    EXPECT_GT(bytes, 0u) << "a few tokens should be split over many CTAs";
+  }
   if (bytes) test::check_cuda(cudaMalloc(&workspace_, bytes), "workspace");
   const HostTensor captured_indices = buffers.download_input("sparse_indices");
 

@@ -1,104 +1,109 @@
-// Route choice for DSA sparse attention. One route (split-KV, route_split_kv.cuh), whose split
-// count comes from the token count alone: the most splits, at most kMaxSplits, whose clusters for
-// every token fit on the GPU at once, as the runtime's occupancy calculator says for this kernel
-// (asked once per device and cluster size). Nothing depends on exact shapes, pointer values or the
-// indices' contents (only known on the device), and nothing synchronises, so the call stays
-// CUDA-graph capturable.
+// Route choice for DSA sparse attention. One route today (split-KV, route_split_kv.cuh, with
+// merge_splits.cuh behind it when a token has more than one split). The split count comes from
+// the token count alone, by the continuous rule in tuning.h, and is capped by the workspace the
+// caller gave; nothing depends on exact shapes, pointer values or the indices' contents (only
+// known on the device), and nothing synchronises, so the call stays CUDA-graph capturable.
+#include <algorithm>
 #include <atomic>
 
 #include "dispatch.h"
+#include "merge_splits.cuh"
 #include "route_split_kv.cuh"
 #include "tuning.h"
 
 namespace khk::dsa_attention {
 namespace {
 
+static_assert(kMaxSplits <= kMergeMaxSplits, "MAX_SPLITS above what the merge stages");
+
 constexpr int kMaxDevices = 64;
+constexpr uint64_t kPartialBytesPerSplit = uint64_t{kHeads} * (kCkvDim * sizeof(float) + sizeof(float2));
 
-// Per device: how many clusters of s CTAs can be resident at once, for s = 1..kMaxSplits
-// (capacity[0] != 0 once known). The kernel's attributes (its shared memory above the 48 KiB
-// default, cluster sizes above the portable 8) are set on the same first call.
-struct ClusterCapacity {
-  std::atomic<int> clusters[kMaxSplits + 1] = {};
-};
-ClusterCapacity g_capacity[kMaxDevices];
-
-cudaLaunchConfig_t launch_config(int64_t tokens, int splits, cudaStream_t stream,
-                                 cudaLaunchAttribute* cluster) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(tokens * splits));
-  config.blockDim = dim3(kThreads);
-  config.dynamicSmemBytes = split_smem_bytes(splits);
-  config.stream = stream;
-  cluster->id = cudaLaunchAttributeClusterDimension;
-  cluster->val.clusterDim.x = static_cast<unsigned>(splits);
-  cluster->val.clusterDim.y = 1;
-  cluster->val.clusterDim.z = 1;
-  config.attrs = cluster;
-  config.numAttrs = splits > 1 ? 1 : 0;
-  return config;
-}
-
-cudaError_t learn_capacity(ClusterCapacity& known) {
-  if (cudaError_t e = cudaFuncSetAttribute(split_kv_attention,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           split_smem_bytes(1));
-      e != cudaSuccess)
-    return e;
-  if (kMaxSplits > 8) {
-    if (cudaError_t e = cudaFuncSetAttribute(
-            split_kv_attention, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-        e != cudaSuccess)
-      return e;
+// The current device's SM count, asked once per device (0 when the runtime cannot say).
+int sm_count() {
+  static std::atomic<int> known[kMaxDevices] = {};
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kMaxDevices) {
+    cudaGetLastError();
+    return 0;
   }
-  for (int s = kMaxSplits; s >= 1; --s) {
-    cudaLaunchAttribute cluster{};
-    const cudaLaunchConfig_t config = launch_config(s, s, nullptr, &cluster);
-    int clusters = 0;
-    if (s == 1) {
-      int per_sm = 0, device = 0, sms = 0;
-      if (cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-              &per_sm, split_kv_attention, kThreads, split_smem_bytes(1));
-          e != cudaSuccess)
-        return e;
-      if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-      if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-          e != cudaSuccess)
-        return e;
-      clusters = per_sm * sms;
-    } else if (cudaOccupancyMaxActiveClusters(&clusters, split_kv_attention, &config) !=
-               cudaSuccess) {
-      cudaGetLastError();  // a size this device cannot schedule: none fit
-      clusters = 0;
+  int sms = known[device].load(std::memory_order_relaxed);
+  if (sms == 0) {
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
     }
-    known.clusters[s].store(clusters, std::memory_order_relaxed);
+    known[device].store(sms, std::memory_order_relaxed);
   }
-  known.clusters[0].store(1, std::memory_order_release);
-  return cudaSuccess;
+  return sms;
 }
 
-// The most splits whose clusters for all `tokens` are resident at once; 1 when even single CTAs
-// take more than one wave.
-int splits_for(const ClusterCapacity& known, int64_t tokens) {
-  for (int s = kMaxSplits; s > 1; --s)
-    if (known.clusters[s].load(std::memory_order_relaxed) >= tokens) return s;
-  return 1;
+// The split kernel's shared memory exceeds the 48 KiB default: opt in once per device (for the
+// most it takes, with one split per token).
+cudaError_t allow_split_smem() {
+  static std::atomic<bool> done[kMaxDevices] = {};
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return cudaGetLastError();
+  if (device >= 0 && device < kMaxDevices && done[device].load(std::memory_order_relaxed))
+    return cudaSuccess;
+  const cudaError_t e = cudaFuncSetAttribute(
+      split_kv_attention, cudaFuncAttributeMaxDynamicSharedMemorySize, split_smem_bytes(1));
+  if (e == cudaSuccess && device >= 0 && device < kMaxDevices)
+    done[device].store(true, std::memory_order_relaxed);
+  return e;
+}
+
+uint64_t partial_bytes(int64_t tokens, int splits) {
+  return static_cast<uint64_t>(tokens) * splits * kPartialBytesPerSplit;
+}
+
+// The most splits that keep T x splits CTAs within one wave (one CTA per SM: its shared memory
+// is most of the SM's), at most kMaxSplits and at least 1.
+int wanted_splits(int64_t tokens) {
+  const int64_t sms = std::max(sm_count(), 1);
+  return static_cast<int>(std::clamp<int64_t>(sms / tokens, 1, kMaxSplits));
 }
 
 }  // namespace
 
-cudaError_t dispatch(const AttentionArgs& args, cudaStream_t stream) {
-  int device = 0;
-  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-  if (device < 0 || device >= kMaxDevices) return cudaErrorInvalidDevice;
-  ClusterCapacity& known = g_capacity[device];
-  if (known.clusters[0].load(std::memory_order_acquire) == 0) {
-    if (cudaError_t e = learn_capacity(known); e != cudaSuccess) return e;
+uint64_t workspace_bytes(int64_t tokens) {
+  if (tokens <= 0) return 0;
+  const int splits = wanted_splits(tokens);
+  return splits > 1 ? partial_bytes(tokens, splits) : 0;
+}
+
+cudaError_t dispatch(const AttentionArgs& args, void* workspace, uint64_t bytes,
+                     cudaStream_t stream) {
+  int splits = wanted_splits(args.tokens);
+  // Fewer splits where the workspace is short (or absent, or not 16-byte aligned): one split per
+  // token needs none.
+  if (!workspace || reinterpret_cast<uintptr_t>(workspace) % 16 != 0) bytes = 0;
+  const uint64_t per_split = partial_bytes(args.tokens, 1);
+  splits = static_cast<int>(std::min<uint64_t>(splits, bytes / per_split));
+  if (splits < 2) splits = 1;
+
+  SplitPartials partials{};
+  if (splits > 1) {
+    partials.o = static_cast<float*>(workspace);
+    partials.ml = reinterpret_cast<float2*>(static_cast<char*>(workspace) +
+                                            partial_bytes(args.tokens, splits) -
+                                            args.tokens * splits * kHeads * sizeof(float2));
   }
-  const int splits = splits_for(known, args.tokens);
-  cudaLaunchAttribute cluster{};
-  const cudaLaunchConfig_t config = launch_config(args.tokens, splits, stream, &cluster);
-  return cudaLaunchKernelEx(&config, split_kv_attention, args, splits);
+  if (const cudaError_t e = allow_split_smem(); e != cudaSuccess) return e;
+  split_kv_attention<<<static_cast<unsigned>(args.tokens * splits), kThreads,
+                       split_smem_bytes(splits), stream>>>(args, partials, splits);
+  if (splits == 1) return cudaGetLastError();
+  cudaLaunchConfig_t merge{};
+  merge.gridDim = dim3(static_cast<unsigned>(args.tokens * kHeads * kMergeCtasPerHead));
+  merge.blockDim = dim3(kMergeThreads);
+  merge.stream = stream;
+  cudaLaunchAttribute early{};
+  early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  early.val.programmaticStreamSerializationAllowed = 1;
+  merge.attrs = &early;
+  merge.numAttrs = kMergePdl ? 1 : 0;
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  return cudaLaunchKernelEx(&merge, merge_splits, args, partials, splits);
 }
 
 }  // namespace khk::dsa_attention

@@ -37,4 +37,10 @@ struct AttentionArgs {
   int64_t cache_rows;               // num_pages * 64: an index outside [0, cache_rows) is padding
 };
 
+// Where the split route keeps its per-split partial results (a workspace; see route_split_kv.cuh).
+struct SplitPartials {
+  float* o;    // [T, splits, 16, 512]: unnormalised sum_r 2^(logit_r - m) * ckv_r
+  float2* ml;  // [T, splits, 16]: (m, l), the split's running max and sum of 2^(logit - m)
+};
+
 }  // namespace khk::dsa_attention

@@ -1,8 +1,8 @@
 // The C ABI entry of DSA sparse attention (kh candidate ABI, include/kh/abi.h): checks the DLPack
 // tensors against the definition, resolves sm_scale, and hands the call to the dispatch. It
 // allocates nothing, never synchronises and reads only host memory (the 0-d sm_scale), so the
-// call is CUDA-graph capturable. It needs no workspace (the splits merge in their cluster's shared
-// memory) and says so through the ABI's workspace query.
+// call is CUDA-graph capturable. It also reports the workspace it wants (the split route's
+// partials); given less, it splits less.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -18,7 +18,7 @@ namespace {
 // q_nope q_pe ckv_cache kpe_cache sparse_indices sm_scale | output lse
 enum Tensor { kQNope, kQPe, kCkv, kKpe, kIndices, kScale, kOutput, kLse, kCount };
 
-// The grid holds tokens x splits (at most 16) CTAs: within 2^31 - 1.
+// Grids hold tokens x splits (at most 256) CTAs, and tokens x 32 merge CTAs: within 2^31 - 1.
 constexpr int64_t kMaxTokens = int64_t{1} << 22;
 
 thread_local const char* t_error = "";  // message for the last non-zero status of this thread
@@ -101,16 +101,16 @@ KH_EXPORT int khk_dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64(
   if (T > kMaxTokens)
     return fail(KH_ERROR_INVALID_ARGUMENT, "num_tokens above 4194304 is not supported");
 
-  (void)workspace;
-  (void)workspace_bytes;
-  if (dispatch(args, static_cast<cudaStream_t>(stream)) != cudaSuccess)
+  if (dispatch(args, workspace, workspace_bytes, static_cast<cudaStream_t>(stream)) != cudaSuccess)
     return fail(KH_ERROR_LAUNCH, "kernel launch failed");
   return KH_OK;
 }
 
 KH_EXPORT uint64_t khk_dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64_workspace_bytes(
-    const DLTensor*, int32_t) {
-  return 0;
+    const DLTensor* t, int32_t num_tensors) {
+  using namespace khk::dsa_attention;
+  if (num_tensors != kCount || t[kQNope].ndim != 3 || t[kQNope].shape[0] <= 0) return 0;
+  return workspace_bytes(t[kQNope].shape[0]);
 }
 
 KH_EXPORT const char* khk_dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64_error() {

@@ -1,7 +1,6 @@
 // The split-KV route: flash-decoding over a token's selected rows. Each CTA owns one token and one
 // split of its 2048 index slots (slots split, split + splits, ...: the round-robin deal spreads the
-// valid rows evenly however the padding is placed); a token's splits are one thread-block cluster.
-// A CTA
+// valid rows evenly however the padding is placed). A CTA
 //   1. loads its slots' indices into registers (one round trip), then compacts the valid rows
 //      into shared memory in slot order (-1 and out-of-range entries are dropped; duplicates
 //      stay, as the reference counts them twice);
@@ -14,10 +13,9 @@
 //      rounded to bf16 (the row sums add the rounded values, so the normalisation matches what
 //      P V used), and O += P V (each warp owns 512 / WARPS output columns);
 //   4. writes the normalised output and the base-2 LSE when it is the token's only split, else
-//      pushes its unnormalised O and (m, l) to the splits of its cluster that own each part of
-//      the output, and merges its own part (cluster_merge.cuh).
-// A split with no valid row pushes (m, l) = (-inf, 0) and O = 0; a token with none at all gets
-// output 0 and LSE -inf, as in the reference.
+//      its unnormalised O with (m, l) for merge_splits.cuh.
+// A split with no valid row writes (m, l) = (-inf, 0), which the merge skips; a token with none
+// at all gets output 0 and LSE -inf, as in the reference.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -26,15 +24,17 @@
 #include <cstdint>
 
 #include "bulk_copy.cuh"
-#include "cluster_merge.cuh"
 #include "dsa_attention.cuh"
 #include "tuning.h"
 #include "warp_mma.cuh"
 
 namespace khk::dsa_attention {
 
+// 4 warps and 64-row blocks: 8 warps and 32-row blocks (two CTAs per SM) both measured slower on
+// one H200 (ROOFLINE.md).
+constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
-constexpr int kBlockRows = kGatherRows;          // rows per gathered block
+constexpr int kBlockRows = 64;                   // rows per gathered block
 constexpr int kLogitRows = kBlockRows / kWarps;  // a warp's rows of a block's logits
 constexpr int kLogitTiles = kLogitRows / 8;      // ... as 16-head x 8-row MMA tiles
 constexpr int kColsPerWarp = kCkvDim / kWarps;   // a warp's output columns
@@ -59,13 +59,11 @@ struct SplitSmem {
   __nv_bfloat16 p[kHeads][kPStride];               // this block's probabilities
   float warp_max[kWarps][kHeads];
   float warp_sum[kWarps][kHeads];
-  MergeSmem merge;
   uint64_t landed[kStages];                        // bulk gathers: the stage's bytes arrived
   int32_t warp_count[kWarps];
   // Then the compacted cache rows of this split, as many as it has slots: sized at launch, so
   // that more splits take less shared memory (split_smem_bytes).
 };
-static_assert(kMergeInputBytes <= sizeof(SplitSmem::rows), "the merge's inputs land in the row ring");
 
 /// The dynamic shared memory of a launch with `splits` splits per token.
 inline size_t split_smem_bytes(int splits) {
@@ -75,27 +73,21 @@ inline size_t split_smem_bytes(int splits) {
 static_assert(sizeof(SplitSmem) + sizeof(int32_t) * kTopK <= 227 * 1024,
               "above an H100/H200 SM's shared memory");
 
-/// Launched with tokens x splits CTAs in clusters of `splits` (none when splits == 1).
+/// Launched with tokens x splits CTAs.
 __global__ void __launch_bounds__(kThreads, 1)
-    split_kv_attention(AttentionArgs args, int splits) {
+    split_kv_attention(AttentionArgs args, SplitPartials partials, int splits) {
   extern __shared__ __align__(128) unsigned char smem_bytes[];
   SplitSmem& s = *reinterpret_cast<SplitSmem*>(smem_bytes);
   int32_t* valid_rows = reinterpret_cast<int32_t*>(smem_bytes + sizeof(SplitSmem));
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int64_t token = blockIdx.x / splits;
-  // Also the CTA's rank in its cluster: the launch's clusters are 1-D, `splits` CTAs each.
   const int split = static_cast<int>(blockIdx.x % splits);
-  if (tid == 0) {
-    if (kTmaGather)
-      for (int stage = 0; stage < kStages; ++stage) barrier_init(&s.landed[stage], 1);
-    if (splits > 1) {
-      barrier_init(&s.merge.received, 1);
-      expect_merge_inputs(s.merge, split, splits);
-    }
-    barrier_init_fence();  // published here by the compaction's first barrier, and to the
-                           // cluster by the cluster barrier before the merge
+  // The merge (a programmatic dependent launch) may start now; it waits for this grid's results.
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  if (kTmaGather && tid == 0) {
+    for (int stage = 0; stage < kStages; ++stage) barrier_init(&s.landed[stage], 1);
+    barrier_init_fence();  // published to the other threads by the compaction's first barrier
   }
-  if (splits > 1) tabulate_slices(s.merge, splits);
 
   // 0. Q does not depend on the indices: its load overlaps the compaction's index loads.
   for (int c = tid; c < kHeads * kChunksPerRow; c += kThreads) {
@@ -298,15 +290,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 
   gather_wait<0>();  // a split with no row never waited for Q
-  // This split no longer reads its rows (the last block ended with a CTA barrier): the cluster
-  // may push into them.
-  if (splits > 1) cluster_arrive_relaxed();
 
   // 4. Results. m_run and l_run are the same in every warp.
   const int col_base = warp * kColsPerWarp + q4 * 2;
-  if (splits == 1) {
-    for (int i = 0; i < 2; ++i) {
-      const int64_t token_head = token * kHeads + g + 8 * i;
+  for (int i = 0; i < 2; ++i) {
+    const int head = g + 8 * i;
+    const int64_t token_head = token * kHeads + head;
+    if (splits == 1) {
       const float inv = l_run[i] > 0.0f ? 1.0f / l_run[i] : 0.0f;
       __nv_bfloat16* out = args.output + token_head * kCkvDim + col_base;
       for (int t = 0; t < kOutTiles; ++t)
@@ -314,18 +304,17 @@ __global__ void __launch_bounds__(kThreads, 1)
             pack_bf16x2(o[t][2 * i] * inv, o[t][2 * i + 1] * inv);
       if (warp == 0 && q4 == 0)
         args.lse[token_head] = l_run[i] > 0.0f ? m_run[i] + log2f(l_run[i]) : -INFINITY;
+    } else {
+      const int64_t part = (token * splits + split) * kHeads + head;
+      if (count > 0) {
+        float* out = partials.o + part * kCkvDim + col_base;
+        for (int t = 0; t < kOutTiles; ++t)
+          *reinterpret_cast<float2*>(out + t * 8) = make_float2(o[t][2 * i], o[t][2 * i + 1]);
+      }
+      if (warp == 0 && q4 == 0)
+        partials.ml[part] = make_float2(count > 0 ? m_run[i] : -INFINITY, l_run[i]);
     }
-    return;
   }
-  // Several splits: O and (m, l) go to the splits that own each output quad (cluster_merge.cuh).
-  cluster_wait();  // every split's barriers are initialised and its rows free
-  float4* o_in = reinterpret_cast<float4*>(&s.rows[0][0][0]);
-  push_output_quads(o, warp * kColsPerWarp, split, splits, s.merge, o_in);
-  if (warp == 0 && q4 == 0)
-    for (int i = 0; i < 2; ++i)
-      s.merge.ml_own[g + 8 * i] = make_float2(count > 0 ? m_run[i] : -INFINITY, l_run[i]);
-  __syncthreads();
-  finish_merge(args, token, split, splits, s.merge, o_in);
 }
 
 }  // namespace khk::dsa_attention
