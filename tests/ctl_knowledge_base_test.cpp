@@ -52,7 +52,7 @@ TEST(KnowledgeBase, EveryShippedFileLoads) {
 TEST(KnowledgeBase, ChoosesInFileOrderAndHonoursPreconditions) {
   const KnowledgeBase kb = attention();
   const BottleneckState slow = state(Bottleneck::kLatencyBound, 5.0);
-  EXPECT_EQ(choose_direction(kb, slow, {}).direction->name, "fold_merge_into_split_kernel");
+  EXPECT_EQ(choose_direction(kb, slow, {}).direction->name, "fewer_dependent_memory_levels");
   const BottleneckState near = state(Bottleneck::kLatencyBound, 1.5);
   const DirectionChoice c = choose_direction(kb, near, {});
   EXPECT_EQ(c.direction->name, "fewer_splits_for_small_token_counts");
@@ -66,11 +66,11 @@ TEST(KnowledgeBase, NeverRepeatsAFailureInTheSameStateButDoesOnceTheStateChanged
   const KnowledgeBase kb = attention();
   const BottleneckState s = state(Bottleneck::kLatencyBound);
   const std::vector<RoundRecord> history = {
-      failed(s, "fold_merge_into_split_kernel"),
+      failed(s, "fewer_dependent_memory_levels"),
       failed(s, "fewer_splits_for_small_token_counts", D::kFailed)};
   const DirectionChoice next = choose_direction(kb, s, history);
   ASSERT_TRUE(next.direction);
-  EXPECT_EQ(next.direction->name, "bulk_row_gathers");
+  EXPECT_EQ(next.direction->name, "deeper_gather_pipeline");
   EXPECT_EQ(next.skipped.size(), 2u);
 
   std::vector<RoundRecord> all;  // every direction for this class failed here
@@ -84,12 +84,12 @@ TEST(KnowledgeBase, NeverRepeatsAFailureInTheSameStateButDoesOnceTheStateChanged
 
   BottleneckState changed = s;
   changed.dominant_kernel = "merge_splits";  // another signature: the old failures do not apply
-  EXPECT_EQ(choose_direction(kb, changed, all).direction->name, "fold_merge_into_split_kernel");
+  EXPECT_EQ(choose_direction(kb, changed, all).direction->name, "fewer_dependent_memory_levels");
 
   // An archived or promoted round is not a failure.
   const std::vector<RoundRecord> archived = {
-      failed(s, "fold_merge_into_split_kernel", D::kArchive)};
-  EXPECT_EQ(choose_direction(kb, s, archived).direction->name, "fold_merge_into_split_kernel");
+      failed(s, "fewer_dependent_memory_levels", D::kArchive)};
+  EXPECT_EQ(choose_direction(kb, s, archived).direction->name, "fewer_dependent_memory_levels");
 }
 
 TEST(KnowledgeBase, NoDirectionForAClassSaysSo) {
