@@ -92,5 +92,42 @@ TEST(BottleneckState, RealCaptureWithoutThroughputsIsUnknownNotGuessed) {
   EXPECT_NEAR(*s.headroom, (11968 + 6784) * 1e-9 / 4.45e-6, 1e-9);
 }
 
+// Full-metric Nsight Compute captures of the library's kernels on one H200 (`ncu --clock-control
+// none --metrics <kNcuMetrics> --csv kh eval ... --official -w A -w B`, the program's own output
+// left in): each launch parses whole and lands in the class its numbers call for.
+std::vector<KernelProfile> capture(const char* name) {
+  return parse_ncu_csv(read_text_file(test::source_dir() / "tests/data/ncu" / name), name);
+}
+
+TEST(BottleneckState, RealFullMetricCapturesOfTheLibrary) {
+  const auto dsa = capture("h200_dsa_attention_full_metrics.csv");
+  ASSERT_EQ(dsa.size(), 2u);  // one token with 27 rows; 8 tokens x 2048 scattered rows
+  for (const KernelProfile& k : dsa) {
+    EXPECT_EQ(k.registers_per_thread, 188);
+    EXPECT_NEAR(*k.dynamic_smem_bytes / 1024, 178.2, 0.1);
+    EXPECT_EQ(k.occupancy_limiter, "shared_memory");
+    EXPECT_EQ(k.local_memory_bytes, 0);
+  }
+  // 16 CTAs on 132 SMs, 10 us for almost no bytes: the grid, not memory, is the limit.
+  const BottleneckState one = classify(CallProfile{{dsa[0]}, std::nullopt}, 0.017e-6, 0.54e-6);
+  EXPECT_EQ(one.bottleneck, Bottleneck::kUnderfilledGrid) << one.evidence;
+  EXPECT_EQ(one.dominant_kernel, "split_kv_attention");
+  EXPECT_GT(*one.headroom, 100);
+  const BottleneckState eight = classify(CallProfile{{dsa[1]}, std::nullopt}, 4.45e-6, 0.54e-6);
+  EXPECT_EQ(eight.bottleneck, Bottleneck::kUnderfilledGrid) << eight.evidence;
+  EXPECT_NEAR(*dsa[1].waves_per_sm, 0.55, 0.01);
+
+  const auto gdn = capture("h200_gdn_decode_full_metrics.csv");
+  ASSERT_EQ(gdn.size(), 2u);  // batch 1 and batch 64
+  EXPECT_EQ(classify(CallProfile{{gdn[0]}, std::nullopt}, 1.81e-6, 0.54e-6).bottleneck,
+            Bottleneck::kUnderfilledGrid);
+  // Batch 64: two waves, half of DRAM's peak and little else busy.
+  const BottleneckState b64 = classify(CallProfile{{gdn[1]}, std::nullopt}, 14.8e-6, 0.54e-6);
+  EXPECT_NEAR(*gdn[1].dram_throughput_pct, 53, 2);
+  EXPECT_EQ(b64.dominant_kernel, "void row_tiles_kernel<4, 4, 1>");
+  EXPECT_NE(b64.bottleneck, Bottleneck::kUnderfilledGrid) << b64.evidence;
+  EXPECT_NE(b64.bottleneck, Bottleneck::kUnknown) << b64.evidence;
+}
+
 }  // namespace
 }  // namespace kh::ctl
