@@ -33,6 +33,7 @@ void register_commands(CLI::App& app) {
   add_retained_command(app);
   add_state_command(app);
   add_tune_command(app);
+  add_round_command(app);
   add_worker_command(app);
 }
 
