@@ -34,6 +34,7 @@ void register_commands(CLI::App& app) {
   add_state_command(app);
   add_tune_command(app);
   add_round_command(app);
+  add_agent_command(app);
   add_worker_command(app);
 }
 

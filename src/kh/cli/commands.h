@@ -31,6 +31,7 @@ void add_retained_command(CLI::App& app);
 void add_state_command(CLI::App& app);
 void add_tune_command(CLI::App& app);
 void add_round_command(CLI::App& app);
+void add_agent_command(CLI::App& app);
 void add_roofline_command(CLI::App& app);
 
 }  // namespace kh::cli

@@ -1,6 +1,6 @@
 // `kh round start|resume|submit|close D`: one bounded round of the optimisation loop, as files
 // under rounds/<D>/<NNN>/ (ctl/round_manifest.h) that survive a kill and that a coding agent or a
-// person drives:
+// person drives (the steps: round_steps.h):
 //   start   the state (kh state --json of a profile), the direction the knowledge base proposes
 //           for it given the closed rounds (or --direction), the supervisor's findings, and
 //           brief.md (ctl/round_brief.h); refused while the last round is open;
@@ -9,351 +9,22 @@
 //   submit  kh promote on the candidates against the retained one, its decisions recorded;
 //   close   exactly one decision: the best submitted one, or --decision (failed when nothing could
 //           be judged).
-#include <unistd.h>
-
-#include <array>
-#include <cstdio>
 #include <iostream>
-#include <regex>
 #include <sstream>
 
-#include <fmt/format.h>
-
 #include "kh/cli/commands.h"
-#include "kh/cli/gate_options.h"
-#include "kh/cli/store_access.h"
-#include "kh/core/error.h"
-#include "kh/build/kh_home.h"
-#include "kh/check/tolerance.h"
-#include "kh/ctl/knowledge_base.h"
-#include "kh/ctl/round_brief.h"
-#include "kh/ctl/round_manifest.h"
-#include "kh/ctl/supervisor.h"
-#include "kh/spec/dataset.h"
-#include "kh/spec/regimes.h"
-#include "kh/store/artifact_store.h"
-#include "kh/store/records.h"
+#include "kh/cli/round_steps.h"
 
 namespace kh::cli {
 namespace {
 
-namespace fs = std::filesystem;
-using ctl::RoundManifest;
-using ctl::RoundStatus;
+using Options = RoundOptions;
 
-constexpr double kSupervisorMinEffect = 0.01;  // the gate's default minimum effect
-constexpr const char* kBriefFile = "brief.md";
-const char* const kTimingPreference[] = {"cupti", "events", "graph", "wall"};
-
-struct Options {
-  std::string definition, state_file, direction, knowledge, decision, note, promote_options;
-  std::string rounds_dir = "rounds", root = ".";
-  std::vector<std::string> candidates;
-  bool json = false;
-  StoreOptions store;
-};
-
-void print(const Options& o, const RoundManifest& m, const std::string& text) {
+void print(const Options& o, const RoundStep& step) {
   if (o.json)
-    std::cout << ctl::round_manifest_json(m).dump(2) << "\n";
+    std::cout << ctl::round_manifest_json(step.manifest).dump(2) << "\n";
   else
-    std::cout << text;
-}
-
-std::optional<RoundManifest> open_round(const Options& o) {
-  auto rounds = ctl::load_rounds(o.rounds_dir, o.definition);
-  if (rounds.empty() || rounds.back().status == RoundStatus::kClosed) return std::nullopt;
-  return rounds.back();
-}
-
-RoundManifest require_open_round(const Options& o, const char* verb) {
-  auto m = open_round(o);
-  if (!m)
-    fail("kh round {} {}: no open round under {} (kh round start {})", verb, o.definition,
-         (fs::path(o.rounds_dir) / o.definition).string(), o.definition);
-  return *m;
-}
-
-// The knowledge base of the definition's family: --knowledge, else the file of knowledge/ that
-// lists the definition.
-std::optional<ctl::KnowledgeBase> knowledge_for(const Options& o) {
-  if (!o.knowledge.empty()) return ctl::load_knowledge_base(o.knowledge);
-  fs::path dir;
-  try {
-    dir = kh_home() / "knowledge";
-  } catch (const Error&) {
-    return std::nullopt;
-  }
-  if (!fs::is_directory(dir)) return std::nullopt;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    if (e.path().extension() != ".toml") continue;
-    ctl::KnowledgeBase kb = ctl::load_knowledge_base(e.path());
-    if (std::find(kb.definitions.begin(), kb.definitions.end(), o.definition) !=
-        kb.definitions.end())
-      return kb;
-  }
-  return std::nullopt;
-}
-
-// kh state --json's output as the state the knowledge base reads.
-ctl::BottleneckState state_from_json(const Json& j, const std::string& source) {
-  const JsonCursor root(j, source);
-  const JsonCursor s = root.at("state");
-  ctl::BottleneckState state;
-  state.dominant_kernel = s.at("dominant_kernel").as_string();
-  state.dominant_share = s.at("dominant_share").as_number();
-  state.bottleneck = ctl::bottleneck_from_name(s.at("bottleneck").as_string(), s.where());
-  state.evidence = s.at("evidence").as_string();
-  if (const auto h = s.find("headroom")) state.headroom = h->as_number();
-  return state;
-}
-
-void add_retained(const Options& o, const Dataset& ds, const Definition& def,
-                  RoundManifest& m, ctl::BriefInputs& in) {
-  auto store = open_store(o.store);
-  const auto retained = store->retained(o.definition);
-  std::map<std::string, double> latencies;
-  if (retained) {
-    const auto c = store->candidate(retained->candidate);
-    m.retained = {{"candidate", retained->candidate},
-                  {"name", c ? c->name : ""},
-                  {"since", retained->created_at},
-                  {"reason", retained->reason}};
-    if (c)
-      for (const char* method : kTimingPreference) {
-        latencies = stored_latencies(*store, *c, method);
-        if (!latencies.empty()) {
-          in.timing_method = method;
-          break;
-        }
-      }
-  }
-  const RegimePartition p = partition_regimes(def, ds.workloads(o.definition));
-  const auto shares = latency_shares(p, latencies);
-  for (std::size_t i = 0; i < p.regimes.size(); ++i) {
-    ctl::BriefRegime g;
-    g.label = p.regimes[i].label;
-    g.workloads = static_cast<int>(p.regimes[i].workloads.size());
-    for (const auto& s : shares)
-      if (s.regime == i && s.measured > 0) {
-        g.retained_share = s.share;
-        g.retained_mean_seconds = s.latency_sum / s.measured;
-      }
-    in.regimes.push_back(std::move(g));
-  }
-}
-
-void start(const Options& o) {
-  const Dataset ds = Dataset::open(o.root);
-  const Definition& def = ds.definition(o.definition);
-  const auto rounds = ctl::load_rounds(o.rounds_dir, o.definition);
-  if (!rounds.empty() && rounds.back().status != RoundStatus::kClosed)
-    fail("kh round start {}: round {} is still {} (kh round resume {}, or kh round close it)",
-         o.definition, rounds.back().round, ctl::round_status_name(rounds.back().status),
-         o.definition);
-  const auto history = ctl::round_history(rounds);
-
-  RoundManifest m;
-  m.definition = o.definition;
-  m.round = rounds.empty() ? 1 : rounds.back().round + 1;
-  m.created_at = utc_timestamp();
-  ctl::BriefInputs in;
-  in.definition = &def;
-  in.definition_path = (fs::path("definitions") / def.op_type / (def.name + ".json")).string();
-  in.tolerance = official_tolerance(def);
-  in.findings = ctl::supervise(history, kSupervisorMinEffect);
-
-  std::optional<ctl::BottleneckState> state;
-  if (!o.state_file.empty()) {
-    const Json j = read_json_file(o.state_file);
-    state = state_from_json(j, o.state_file);
-    m.state = {{"state", j.at("state")}};
-    if (j.contains("kernels")) m.state["kernels"] = j.at("kernels");
-    m.signature = state->signature();
-  }
-  const auto kb = knowledge_for(o);
-  if (!o.direction.empty()) {
-    if (!kb) fail("--direction {}: no knowledge base lists {} (give --knowledge)", o.direction, o.definition);
-    const auto it = std::find_if(kb->directions.begin(), kb->directions.end(),
-                                 [&](const ctl::Direction& d) { return d.name == o.direction; });
-    if (it == kb->directions.end())
-      fail("--direction {}: the {} knowledge base has no such direction", o.direction, kb->family);
-    m.direction = it->name;
-    m.hypothesis = it->hypothesis;
-    m.surfaces = it->surfaces;
-  } else if (kb && state) {
-    in.choice = ctl::choose_direction(*kb, *state, history);
-    if (in.choice->direction) {
-      m.direction = in.choice->direction->name;
-      m.hypothesis = in.choice->direction->hypothesis;
-      m.surfaces = in.choice->direction->surfaces;
-    }
-  } else {
-    in.choice = ctl::DirectionChoice{std::nullopt,
-                                     kb ? "no profile was given (--state)"
-                                        : "no knowledge base lists " + o.definition,
-                                     {}};
-  }
-  add_retained(o, ds, def, m, in);
-  const fs::path notes = fs::path(o.rounds_dir) / o.definition / "notes.md";
-  if (fs::exists(notes)) in.notes = read_text_file(notes);
-
-  // The brief first, the manifest last: a round exists once its manifest does.
-  const fs::path dir = ctl::round_dir(o.rounds_dir, o.definition, m.round);
-  fs::create_directories(dir);
-  write_text_file_atomic(dir / kBriefFile, ctl::render_brief(m, in));
-  ctl::save_round(dir, m);
-  print(o, m,
-        fmt::format("round {} of {} started: {}\n  direction: {}\n  brief: {}\n  next: hand "
-                    "candidates to kh round submit {} CAND...\n",
-                    m.round, o.definition, dir.string(),
-                    m.direction.empty() ? "none (" + (in.choice ? in.choice->reason : "") + ")"
-                                        : m.direction,
-                    (dir / kBriefFile).string(), o.definition));
-  for (const auto& f : in.findings)
-    if (!o.json)
-      std::cout << fmt::format("  supervisor: {}: {} ({})\n", ctl::signal_name(f.signal),
-                               f.reason, ctl::recommendation_name(f.recommendation));
-}
-
-void resume(const Options& o) {
-  const auto rounds = ctl::load_rounds(o.rounds_dir, o.definition);
-  if (rounds.empty()) fail("kh round resume {}: no round yet (kh round start {})", o.definition, o.definition);
-  const RoundManifest& m = rounds.back();
-  const fs::path dir = ctl::round_dir(o.rounds_dir, o.definition, m.round);
-  std::string next;
-  switch (m.status) {
-    case RoundStatus::kStarted:
-      next = fmt::format("read {}, then kh round submit {} CAND...", (dir / kBriefFile).string(),
-                         o.definition);
-      break;
-    case RoundStatus::kSubmitting:
-      next = "a submission was interrupted; rerun it: " + m.submissions.back().command;
-      break;
-    case RoundStatus::kSubmitted:
-      next = fmt::format("kh round submit {} more candidates, or kh round close {}", o.definition,
-                         o.definition);
-      break;
-    case RoundStatus::kClosed:
-      next = fmt::format("closed ({}); kh round start {} begins round {}",
-                         ctl::decision_name(*m.decision), o.definition, m.round + 1);
-      break;
-  }
-  print(o, m,
-        fmt::format("round {} of {}: {}, direction {}\n  next: {}\n", m.round, o.definition,
-                    ctl::round_status_name(m.status), m.direction.empty() ? "none" : m.direction,
-                    next));
-}
-
-std::string self_executable() {
-  std::array<char, 4096> buf{};
-  const ssize_t n = readlink("/proc/self/exe", buf.data(), buf.size() - 1);
-  if (n <= 0) fail("kh round submit: cannot find kh's own executable (/proc/self/exe)");
-  return std::string(buf.data(), static_cast<std::size_t>(n));
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-// The relative gain in a promote decision's reason ("+2.8 % [2.2, 3.4] over ..."), if any.
-std::optional<double> gain_of(const Json& decision) {
-  static const std::regex number(R"(([+-]?\d+(\.\d+)?) %)");
-  std::smatch match;
-  const std::string reason = decision.value("reason", std::string());
-  if (std::regex_search(reason, match, number)) return std::stod(match[1].str()) / 100;
-  return std::nullopt;
-}
-
-int decision_rank(const std::string& d) {  // higher is better
-  return d == "promote" ? 3 : d == "archive" ? 2 : d == "reject" ? 1 : 0;
-}
-
-void submit(const Options& o, const std::vector<std::string>& promote_args) {
-  RoundManifest m = require_open_round(o, "submit");
-  if (o.candidates.empty()) fail("kh round submit {}: give the candidate folders", o.definition);
-  const fs::path dir = ctl::round_dir(o.rounds_dir, o.definition, m.round);
-  std::string command = shell_quote(self_executable()) + " promote";
-  for (const auto& c : o.candidates) command += " " + shell_quote(c);
-  for (const auto& a : promote_args) command += " " + shell_quote(a);
-  command += " --store " + shell_quote(o.store.dir) + " --json";
-  ctl::RoundSubmission s;
-  s.candidates = o.candidates;
-  s.command = command;
-  m.submissions.push_back(s);
-  m.status = RoundStatus::kSubmitting;  // a kill from here on leaves the command to rerun
-  ctl::save_round(dir, m);
-
-  std::string out;
-  FILE* p = popen(command.c_str(), "r");
-  if (!p) fail("kh round submit: cannot run {}", command);
-  std::array<char, 4096> buf{};
-  while (const std::size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  const int status = pclose(p);
-  Json decisions;
-  try {
-    decisions = parse_json(out, "kh promote's output");
-  } catch (const Error& e) {
-    decisions = Json::array({{{"decision", "failed"},
-                              {"reason", fmt::format("kh promote exited with status {} and no "
-                                                     "decisions (see its messages above)",
-                                                     WEXITSTATUS(status))}}});
-  }
-  auto& last = m.submissions.back();
-  last.decisions = decisions;
-  for (const auto& d : decisions)
-    if (d.value("decision", std::string()) == "promote" ||
-        d.value("decision", std::string()) == "archive")
-      if (const auto g = gain_of(d); g && (!last.gain || *g > *last.gain)) last.gain = g;
-  m.status = RoundStatus::kSubmitted;
-  ctl::save_round(dir, m);
-  std::string text = fmt::format("round {} of {}: submitted {} candidate(s)\n", m.round,
-                                 o.definition, o.candidates.size());
-  for (const auto& d : decisions)
-    text += fmt::format("  {}: {} — {}\n", d.value("name", std::string("?")),
-                        d.value("decision", std::string("?")), d.value("reason", std::string()));
-  text += fmt::format("  next: kh round close {}\n", o.definition);
-  print(o, m, text);
-}
-
-void close(const Options& o) {
-  RoundManifest m = require_open_round(o, "close");
-  if (m.status == RoundStatus::kSubmitting)
-    fail("kh round close {}: round {}'s submission was interrupted; rerun it first: {}",
-         o.definition, m.round, m.submissions.back().command);
-  std::string best;
-  std::optional<double> gain;
-  for (const auto& s : m.submissions)
-    for (const auto& d : s.decisions) {
-      const std::string label = d.value("decision", std::string());
-      if (decision_rank(label) > decision_rank(best)) {
-        best = label;
-        gain = s.gain;
-      }
-    }
-  std::string label = o.decision;
-  if (label.empty()) {
-    if (best.empty())
-      fail("kh round close {}: no candidate was judged in round {}: give --decision failed (or "
-           "reject) and a --note saying why",
-           o.definition, m.round);
-    label = best;
-  } else if (!best.empty() && decision_rank(label) > decision_rank(best)) {
-    fail("--decision {}: round {}'s best submitted decision is {}; a round cannot close better "
-         "than kh promote judged it",
-         label, m.round, best);
-  }
-  m.decision = ctl::decision_from_name(label, "--decision");
-  m.gain = gain;
-  m.note = o.note;
-  m.status = RoundStatus::kClosed;
-  m.closed_at = utc_timestamp();
-  ctl::save_round(ctl::round_dir(o.rounds_dir, o.definition, m.round), m);
-  print(o, m,
-        fmt::format("round {} of {} closed: {}{}\n", m.round, o.definition, label,
-                    m.direction.empty() ? "" : " (direction " + m.direction + ")"));
+    std::cout << step.summary;
 }
 
 void common(CLI::App* cmd, Options& o) {
@@ -377,11 +48,11 @@ void add_round_command(CLI::App& app) {
   s->add_option("--knowledge", o->knowledge, "knowledge base (default: knowledge/ of the family)");
   s->add_option("--root,--dataset", o->root, "dataset folder")->capture_default_str();
   add_store_option(s, o->store);
-  s->callback([o] { start(*o); });
+  s->callback([o] { print(*o, start_round(*o)); });
 
   auto* r = round->add_subcommand("resume", "Where the last round stands and the next step");
   common(r, *o);
-  r->callback([o] { resume(*o); });
+  r->callback([o] { print(*o, resume_round(*o)); });
 
   auto* u = round->add_subcommand(
       "submit", "Gate candidates against the retained one (kh promote, options in --promote)");
@@ -394,14 +65,14 @@ void add_round_command(CLI::App& app) {
     std::vector<std::string> rest;
     std::istringstream words(o->promote_options);
     for (std::string w; words >> w;) rest.push_back(w);
-    submit(*o, rest);
+    print(*o, submit_round(*o, rest));
   });
 
   auto* c = round->add_subcommand("close", "Record exactly one decision and close the round");
   common(c, *o);
   c->add_option("--decision", o->decision, "promote, archive, reject or failed");
   c->add_option("--note", o->note, "why, for whoever reads the history");
-  c->callback([o] { close(*o); });
+  c->callback([o] { print(*o, close_round(*o)); });
 }
 
 }  // namespace kh::cli

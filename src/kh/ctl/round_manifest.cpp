@@ -58,6 +58,7 @@ Json round_manifest_json(const RoundManifest& m) {
           {"surfaces", m.surfaces},
           {"retained", m.retained},
           {"submissions", submissions},
+          {"agent_runs", m.agent_runs},
           {"decision", m.decision ? Json(decision_name(*m.decision)) : Json(nullptr)},
           {"gain", optional_number(m.gain)},
           {"note", m.note}};
@@ -92,6 +93,10 @@ RoundManifest round_manifest_from_json(const Json& j, const std::string& source)
     r.decisions = s.at("decisions").json();
     r.gain = number_or_null(s, "gain");
     m.submissions.push_back(std::move(r));
+  }
+  if (const auto a = c.find("agent_runs")) {
+    a->expect_array();
+    m.agent_runs = a->json();
   }
   if (const auto d = c.find("decision")) m.decision = decision_from_name(d->as_string(), d->where());
   m.gain = number_or_null(c, "gain");

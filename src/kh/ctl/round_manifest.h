@@ -43,6 +43,7 @@ struct RoundManifest {
   std::vector<std::string> surfaces;
   Json retained = nullptr;    // {"candidate", "name", "since", "reason"} or null
   std::vector<RoundSubmission> submissions;
+  Json agent_runs = Json::array();  // kh agent: each command run for this round, as it ended
   std::optional<RoundRecord::Decision> decision;  // set when closed
   std::optional<double> gain;
   std::string note;

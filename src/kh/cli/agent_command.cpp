@@ -1,0 +1,293 @@
+// `kh agent D --cmd 'SHELL COMMAND' [--cmd ...] --rounds N [--budget GPU-MINUTES]`: the
+// optimisation loop with an external coding agent, under control. Each round (round_steps.h):
+//   1. start (or take up the open, not yet submitted round): state, direction, brief.md;
+//   2. run the current agent command in a fresh work folder, rounds/<D>/<NNN>/work/: the brief on
+//      stdin and in $KH_BRIEF, a copy of --seed (the retained source, say) in $KH_SEED, and $KH_OUT
+//      for the candidate folders it hands back; killed with its process group after
+//      --agent-timeout. The store is kept out of its reach: snapshotted before and, if the agent
+//      changed it, restored (the round then fails: its candidates are not taken);
+//   3. take only the candidate folders under $KH_OUT (a candidate.toml each), copied by content
+//      hash into rounds/<D>/<NNN>/candidates/<hash>/, and submit them (kh promote, --promote
+//      options); the time spent there counts against --budget;
+//   4. close the round: kh promote's best decision, or failed (crash, timeout, nothing handed
+//      back, store written) — recorded, never fatal to the loop;
+//   5. after a round the supervisor reads the history; any finding moves to the next --cmd (e.g.
+//      another model family).
+// Stops after --rounds rounds or once the budget is spent. Promotions are kh promote's own
+// decisions (no approval step yet).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "kh/cli/commands.h"
+#include "kh/cli/round_steps.h"
+#include "kh/core/error.h"
+#include "kh/core/json_io.h"
+#include "kh/core/sha256.h"
+
+namespace kh::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using ctl::RoundManifest;
+using ctl::RoundStatus;
+using Clock = std::chrono::steady_clock;
+
+constexpr double kDefaultAgentTimeoutSeconds = 1800;
+constexpr double kSupervisorMinEffect = 0.01;
+constexpr auto kKillGrace = std::chrono::seconds(2);
+constexpr auto kPollInterval = std::chrono::milliseconds(20);
+
+struct Options {
+  RoundOptions round;
+  std::vector<std::string> commands;
+  std::string seed;
+  int rounds = 1;
+  double budget_minutes = 0;  // 0: no budget
+  double agent_timeout = kDefaultAgentTimeoutSeconds;
+};
+
+struct AgentRun {
+  int exit_code = 0;
+  bool timed_out = false;
+  double seconds = 0;
+};
+
+// Runs `command` with sh in `dir`, `input` on stdin, `env` added, in its own process group;
+// kills the group after `timeout` seconds. Output goes to `log`.
+AgentRun run_agent(const std::string& command, const fs::path& dir, const std::string& input,
+                   const std::vector<std::pair<std::string, std::string>>& env, double timeout,
+                   const fs::path& log) {
+  const fs::path stdin_file = dir / ".brief-stdin";
+  write_text_file_atomic(stdin_file, input);
+  const auto t0 = Clock::now();
+  const pid_t pid = fork();
+  if (pid < 0) fail("kh agent: fork failed");
+  if (pid == 0) {
+    setpgid(0, 0);
+    if (chdir(dir.c_str()) != 0) _exit(126);
+    const int in = open(stdin_file.c_str(), O_RDONLY);
+    const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (in < 0 || out < 0) _exit(126);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(out, 2);
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  AgentRun r;
+  int status = 0;
+  const auto deadline = t0 + std::chrono::duration<double>(timeout);
+  while (true) {
+    const pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (Clock::now() > deadline) {
+      r.timed_out = true;
+      kill(-pid, SIGTERM);
+      std::this_thread::sleep_for(kKillGrace);
+      kill(-pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(kPollInterval);
+  }
+  kill(-pid, SIGKILL);  // whatever the agent left running in its group
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+// The store's files as bytes, to put back if an agent touched them.
+std::map<fs::path, std::string> snapshot_store(const fs::path& dir) {
+  std::map<fs::path, std::string> files;
+  if (!fs::is_directory(dir)) return files;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file()) files[e.path()] = read_text_file(e.path());
+  return files;
+}
+
+bool restore_if_changed(const fs::path& dir, const std::map<fs::path, std::string>& before) {
+  const auto after = snapshot_store(dir);
+  if (after == before) return false;
+  for (const auto& [path, bytes] : after)
+    if (!before.count(path)) fs::remove(path);
+  for (const auto& [path, bytes] : before) write_text_file_atomic(path, bytes);
+  return true;
+}
+
+// A candidate folder's content hash: its files' relative paths and bytes, in order.
+std::string folder_hash(const fs::path& dir) {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) files.push_back(fs::relative(e.path(), dir));
+  std::sort(files.begin(), files.end());
+  std::string all;
+  for (const auto& f : files) all += f.string() + '\0' + read_text_file(dir / f) + '\0';
+  return sha256_hex(all);
+}
+
+// The candidate folders the agent handed back, copied by content hash out of its reach.
+std::vector<std::string> take_candidates(const fs::path& out, const fs::path& round_dir) {
+  std::vector<std::string> taken;
+  if (!fs::is_directory(out)) return taken;
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(out))
+    if (e.is_directory() && fs::exists(e.path() / "candidate.toml")) dirs.push_back(e.path());
+  std::sort(dirs.begin(), dirs.end());
+  for (const auto& d : dirs) {
+    const fs::path kept = round_dir / "candidates" / folder_hash(d).substr(0, 12);
+    if (!fs::exists(kept)) {
+      fs::create_directories(kept.parent_path());
+      fs::copy(d, kept, fs::copy_options::recursive);
+    }
+    taken.push_back(kept.string());
+  }
+  return taken;
+}
+
+void run(Options& o) {
+  if (o.commands.empty()) fail("kh agent {}: give at least one --cmd", o.round.definition);
+  if (o.rounds < 1) fail("--rounds {}: at least 1", o.rounds);
+  std::size_t agent = 0;
+  double spent_seconds = 0;
+  Json summary = Json::array();
+  for (int k = 0; k < o.rounds; ++k) {
+    if (o.budget_minutes > 0 && spent_seconds >= o.budget_minutes * 60) {
+      std::cerr << fmt::format("kh agent: the budget of {:g} GPU minutes is spent ({:.1f} s)\n",
+                               o.budget_minutes, spent_seconds);
+      break;
+    }
+    RoundOptions ro = o.round;
+    std::optional<RoundManifest> open = open_round(ro);
+    if (open && open->status == RoundStatus::kSubmitting)
+      fail("kh agent: round {} of {} was interrupted while submitting; rerun: {}", open->round,
+           ro.definition, open->submissions.back().command);
+    RoundManifest m = open ? *open : start_round(ro).manifest;
+    const fs::path dir = round_folder(ro, m);
+    std::string failure;
+    if (m.status == RoundStatus::kStarted) {
+      const fs::path work = dir / "work";
+      fs::remove_all(work);
+      fs::create_directories(work / "out");
+      if (!o.seed.empty()) fs::copy(o.seed, work / "seed", fs::copy_options::recursive);
+      const std::string brief = read_text_file(dir / "brief.md");
+      const fs::path store_dir = ro.store.dir;
+      const auto before = snapshot_store(store_dir);
+      std::cerr << fmt::format("kh agent: round {} of {}: running agent {} ({})\n", m.round,
+                               ro.definition, agent + 1, o.commands[agent]);
+      const AgentRun a = run_agent(
+          o.commands[agent], work, brief,
+          {{"KH_BRIEF", fs::absolute(dir / "brief.md").string()},
+           {"KH_ROUND", std::to_string(m.round)},
+           {"KH_DEFINITION", ro.definition},
+           {"KH_OUT", fs::absolute(work / "out").string()},
+           {"KH_SEED", fs::absolute(work / "seed").string()}},
+          o.agent_timeout, dir / fmt::format("agent-{}.log", m.agent_runs.size() + 1));
+      const bool wrote_store = restore_if_changed(store_dir, before);
+      std::vector<std::string> candidates;
+      if (wrote_store)
+        failure = "the agent changed the store: restored, its candidates not taken";
+      else if (a.timed_out)
+        failure = fmt::format("the agent timed out after {:g} s", o.agent_timeout);
+      else
+        candidates = take_candidates(work / "out", dir);
+      if (failure.empty() && candidates.empty())
+        failure = a.exit_code ? fmt::format("the agent failed (exit {}) and handed back nothing",
+                                            a.exit_code)
+                              : "the agent handed back no candidate";
+      m = ctl::load_round(dir);
+      m.agent_runs.push_back({{"command", o.commands[agent]},
+                              {"exit_code", a.exit_code},
+                              {"timed_out", a.timed_out},
+                              {"seconds", a.seconds},
+                              {"wrote_store", wrote_store},
+                              {"candidates", candidates}});
+      ctl::save_round(dir, m);
+      if (!candidates.empty()) {
+        ro.candidates = candidates;
+        std::vector<std::string> args;
+        std::istringstream words(ro.promote_options);
+        for (std::string w; words >> w;) args.push_back(w);
+        const auto t0 = Clock::now();
+        m = submit_round(ro, args).manifest;
+        spent_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+      }
+    }
+    ro.decision = "";
+    bool judged = false;
+    for (const auto& s : m.submissions)
+      for (const auto& d : s.decisions) {
+        const std::string label = d.value("decision", std::string());
+        judged = judged || label == "promote" || label == "archive" || label == "reject";
+      }
+    if (!judged) {
+      ro.decision = "failed";
+      ro.note = failure.empty() ? "no candidate could be judged" : failure;
+    }
+    const RoundStep closed = close_round(ro);
+    std::cerr << "kh agent: " << closed.summary;
+    summary.push_back({{"round", closed.manifest.round},
+                       {"agent", o.commands[agent]},
+                       {"decision", ctl::decision_name(*closed.manifest.decision)},
+                       {"note", closed.manifest.note}});
+    const auto findings =
+        ctl::supervise(ctl::round_history(ctl::load_rounds(ro.rounds_dir, ro.definition)),
+                       kSupervisorMinEffect);
+    if (!findings.empty() && agent + 1 < o.commands.size()) {
+      ++agent;
+      std::cerr << fmt::format("kh agent: supervisor: {} ({}); next agent: {}\n",
+                               ctl::signal_name(findings.front().signal), findings.front().reason,
+                               o.commands[agent]);
+    }
+  }
+  if (o.round.json)
+    std::cout << Json{{"definition", o.round.definition},
+                      {"rounds", summary},
+                      {"submission_seconds", spent_seconds}}
+                     .dump(2)
+              << "\n";
+  else
+    for (const auto& s : summary)
+      std::cout << fmt::format("round {}: {} ({})\n", s["round"].get<int>(),
+                               s["decision"].get<std::string>(), s["note"].get<std::string>());
+}
+
+}  // namespace
+
+void add_agent_command(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand(
+      "agent", "Run coding-agent commands round after round, under budgets, gating what they hand back");
+  cmd->add_option("definition", o->round.definition, "the definition")->required();
+  cmd->add_option("--cmd", o->commands,
+                  "agent shell command (repeatable: the next is used on a supervisor finding)")
+      ->required();
+  cmd->add_option("--rounds", o->rounds, "rounds to run")->capture_default_str();
+  cmd->add_option("--budget", o->budget_minutes,
+                  "GPU minutes (time spent gating) after which no round starts (0: none)");
+  cmd->add_option("--agent-timeout", o->agent_timeout, "seconds an agent command may run")
+      ->capture_default_str();
+  cmd->add_option("--seed", o->seed, "a candidate folder copied into each work folder ($KH_SEED)");
+  cmd->add_option("--state", o->round.state_file, "kh state --json for each round's start");
+  cmd->add_option("--knowledge", o->round.knowledge, "knowledge base (default: the family's)");
+  cmd->add_option("--promote", o->round.promote_options,
+                  "kh promote's options, one string split at spaces");
+  cmd->add_option("--rounds-dir", o->round.rounds_dir, "where rounds live")->capture_default_str();
+  cmd->add_option("--root,--dataset", o->round.root, "dataset folder")->capture_default_str();
+  add_store_option(cmd, o->round.store);
+  cmd->add_flag("--json", o->round.json, "print the rounds as JSON");
+  cmd->callback([o] { run(*o); });
+}
+
+}  // namespace kh::cli

@@ -1,0 +1,46 @@
+// The steps of one round of the optimisation loop, shared by `kh round` (one verb each) and
+// `kh agent` (the loop): start (state, direction, brief), resume (where it stands), submit (kh
+// promote on candidates), close (exactly one decision). The files are ctl/round_manifest.h's.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kh/cli/store_access.h"
+#include "kh/ctl/round_manifest.h"
+#include "kh/ctl/supervisor.h"
+
+namespace kh::cli {
+
+struct RoundOptions {
+  std::string definition, state_file, direction, knowledge, decision, note, promote_options;
+  std::string rounds_dir = "rounds", root = ".";
+  std::vector<std::string> candidates;
+  bool json = false;
+  StoreOptions store;
+};
+
+struct RoundStep {
+  ctl::RoundManifest manifest;
+  std::string summary;                           // for people
+  std::vector<ctl::SupervisorFinding> findings;  // start: the supervisor on the closed rounds
+};
+
+/// The definition's last round when it is not closed.
+std::optional<ctl::RoundManifest> open_round(const RoundOptions& o);
+/// Refused while the last round is open.
+RoundStep start_round(const RoundOptions& o);
+RoundStep resume_round(const RoundOptions& o);
+/// kh promote on o.candidates with `promote_args`; its decisions recorded in the open round.
+RoundStep submit_round(const RoundOptions& o, const std::vector<std::string>& promote_args);
+/// The best submitted decision, or o.decision (never better than kh promote judged).
+RoundStep close_round(const RoundOptions& o);
+
+/// rounds_dir/<definition>/<NNN> of the manifest's round.
+std::filesystem::path round_folder(const RoundOptions& o, const ctl::RoundManifest& m);
+/// This kh executable (/proc/self/exe), for the commands a round runs.
+std::string self_executable();
+std::string shell_quote(const std::string& s);
+
+}  // namespace kh::cli
