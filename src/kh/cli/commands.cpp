@@ -35,6 +35,7 @@ void register_commands(CLI::App& app) {
   add_tune_command(app);
   add_round_command(app);
   add_agent_command(app);
+  add_profile_command(app);
   add_worker_command(app);
 }
 

@@ -32,6 +32,7 @@ void add_state_command(CLI::App& app);
 void add_tune_command(CLI::App& app);
 void add_round_command(CLI::App& app);
 void add_agent_command(CLI::App& app);
+void add_profile_command(CLI::App& app);
 void add_roofline_command(CLI::App& app);
 
 }  // namespace kh::cli

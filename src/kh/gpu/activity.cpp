@@ -124,6 +124,16 @@ IterationSpanResult iteration_span(std::span<const ApiRecord> api,
   return span_of(CorrelationIndex(api, activities).in_window(window));
 }
 
+std::vector<GpuActivity> window_activities(std::span<const ApiRecord> api,
+                                           std::span<const GpuActivity> activities,
+                                           HostWindow window) {
+  std::vector<GpuActivity> out;
+  for (const GpuActivity* a : CorrelationIndex(api, activities).in_window(window)) out.push_back(*a);
+  std::sort(out.begin(), out.end(),
+            [](const GpuActivity& a, const GpuActivity& b) { return a.start_ns < b.start_ns; });
+  return out;
+}
+
 std::optional<std::string> signature_difference(const ActivitySignature& first,
                                                 const ActivitySignature& next, SignatureRule rule) {
   std::vector<std::string> parts;

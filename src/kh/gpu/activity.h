@@ -98,6 +98,12 @@ struct IterationSpanResult {
 IterationSpanResult iteration_span(std::span<const ApiRecord> api,
                                    std::span<const GpuActivity> activities, HostWindow window);
 
+/// The activities of one call (correlated with an API call started in the window), in start
+/// order: the call's timeline.
+std::vector<GpuActivity> window_activities(std::span<const ApiRecord> api,
+                                           std::span<const GpuActivity> activities,
+                                           HostWindow window);
+
 /// What differs between `first` and `next` under `rule` ("missing kernel a; extra kernel b"), or
 /// nullopt when they match.
 std::optional<std::string> signature_difference(const ActivitySignature& first,

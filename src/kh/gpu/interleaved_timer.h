@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kh/core/json_io.h"
+#include "kh/gpu/activity.h"
 #include "kh/gpu/sample_stats.h"
 #include "kh/gpu/timing_config.h"
 
@@ -21,6 +22,7 @@ inline constexpr int kOfficialPreWarmupCalls = 6;
 struct TrialTiming {
   std::vector<TimingSample> samples;  // one per timed call when error is empty
   std::string error;
+  std::vector<GpuActivity> last_call;  // cupti: the last timed call's kernels, copies and fills
   bool ok() const { return error.empty(); }
 };
 

@@ -63,7 +63,7 @@ std::vector<TrialTiming> HostCallTimer::time_interleaved(TimingMethod method, in
       fail("timer: order names call {} of {}", i, calls.size());
 
   auto failed = [&](const std::string& error) {
-    return std::vector<TrialTiming>(calls.size(), TrialTiming{{}, error});
+    return std::vector<TrialTiming>(calls.size(), TrialTiming{{}, error, {}});
   };
   // No L2 flush before the calls, untimed or timed: the host has none (see the header).
   for (const auto& call : calls) {

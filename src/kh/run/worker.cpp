@@ -181,7 +181,23 @@ class Worker {
       reply["cost"] = call_cost_json(*t.cost);
     else
       reply["cost_error"] = t.cost_error;
+    if (c.has("timeline")) reply["timeline"] = timeline_json(t.timing.last_call);
     return reply;
+  }
+
+  // The last timed call's activities, times relative to the first one's start.
+  static Json timeline_json(const std::vector<GpuActivity>& activities) {
+    Json out = Json::array();
+    const std::uint64_t t0 = activities.empty() ? 0 : activities.front().start_ns;
+    for (const auto& a : activities)
+      out.push_back({{"kind", a.kind == GpuActivity::Kind::kKernel   ? "kernel"
+                              : a.kind == GpuActivity::Kind::kMemcpy ? "memcpy"
+                                                                     : "memset"},
+                     {"name", a.name},
+                     {"stream", a.stream_id},
+                     {"start_seconds", (a.start_ns - t0) * 1e-9},
+                     {"duration_seconds", (a.end_ns - a.start_ns) * 1e-9}});
+    return out;
   }
 
   static Json samples_json(const TrialTiming& t) {

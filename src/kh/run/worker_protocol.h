@@ -14,7 +14,8 @@
 //                            "seed", "variant", "official", "sanitize",
 //                            "cpu_reference"}
 //                           {"id": n, "op": "time", "root", "definition", "workload", "trial",
-//                            "seed", "variant", "method", "warmup", "iterations"}
+//                            "seed", "variant", "method", "warmup", "iterations",
+//                            "timeline" (optional: reply with the last timed call's activities)}
 //                           {"id": n, "op": "time_pair", "root", "definition", "workload",
 //                            "trial", "seed", "variant", "method", "warmup", "order": [0|1...]}
 //                           {"id": n, "op": "quit"}
@@ -23,7 +24,9 @@
 //                            "error": message, "kind": "load" | "device" | "input" | "internal"}
 //                           time replies: {"samples": [{"seconds", "sm_clock_mhz",
 //                            "throttle_reasons"}], "error": "" or the timer's failure,
-//                            "environment": {...}, "cost": {"bytes", "flops", "flop_kind"}}
+//                            "environment": {...}, "cost": {"bytes", "flops", "flop_kind"},
+//                            "timeline": [{"kind", "name", "stream", "start_seconds",
+//                            "duration_seconds"}] when asked (cupti only; else empty)}
 //                           time_pair replies: "samples": [[candidate's], [peer's]] in the
 //                            order taken, else as time replies
 //

@@ -101,7 +101,7 @@ struct CallTimer::Impl {
     return std::nullopt;
   }
   static Results failed(std::size_t n, const std::string& error) {
-    return Results(n, TrialTiming{{}, error});
+    return Results(n, TrialTiming{{}, error, {}});
   }
 };
 
@@ -270,6 +270,7 @@ CallTimer::Impl::Results CallTimer::Impl::cupti(int warmup, const std::vector<Ca
     for (std::size_t i = 0; i < spans.seconds.size(); ++i)
       r[c].samples.push_back(make_timing_sample(spans.seconds[i], readings[c][i].sm_clock_mhz,
                                                 readings[c][i].throttle_reasons));
+    r[c].last_call = window_activities(records.api, records.activities, windows[c].back());
   }
   return r;
 }

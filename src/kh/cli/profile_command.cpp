@@ -1,0 +1,237 @@
+// `kh profile CAND -w UUID|INDEX`: one call of a candidate on one workload, seen two ways.
+//   1. Its timeline through CUPTI, in a worker: the candidate timed as kh eval --timing cupti
+//      does (official warmup, L2 flushed), and the last timed call's kernels, copies and fills
+//      with start, duration and share of the call's span (gaps count in the span).
+//   2. Nsight Compute on a worker for that call (`ncu --clock-control none --metrics <kh state
+//      --metrics>` over `kh eval CAND -w W --trials 1 --official`), the launches of the
+//      timeline's kernels kept (the last ones: the reference's kernels and earlier calls are not
+//      the candidate's call), parsed as kh state parses them, and the bottleneck state.
+// With ncu missing or unable to read counters, the timeline still comes out and the message says
+// why. --out DIR keeps profile.json and ncu.csv (what kh state and kh round start read).
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "kh/cli/candidate_arg.h"
+#include "kh/cli/commands.h"
+#include "kh/cli/eval_options.h"
+#include "kh/cli/round_steps.h"
+#include "kh/core/error.h"
+#include "kh/core/json_io.h"
+#include "kh/ctl/bottleneck_state.h"
+#include "kh/ctl/ncu_csv.h"
+#include "kh/gen/stream_key.h"
+#include "kh/gpu/timing_config.h"
+#include "kh/run/worker_client.h"
+#include "kh/spec/dataset.h"
+
+namespace kh::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+constexpr auto kWorkerTimeout = 120s;
+
+struct Options {
+  std::string candidate, definition, workload, workloads_file, ncu = "ncu", out, cache = ".kh/builds";
+  std::string root = ".";
+  std::vector<std::string> params;
+  double floor_us = 0;
+  int device = 0;
+  bool no_ncu = false, json = false;
+};
+
+std::string kernel_base_name(const std::string& name) {
+  std::string base = name.substr(0, name.find('('));
+  if (base.rfind("void ", 0) == 0) base = base.substr(5);
+  return base.substr(0, base.find('<'));
+}
+
+// The worker's timeline of one cupti-timed call.
+Json timeline(const Options& o, const ResolvedCandidate& c, const Definition& def,
+              const Workload& w, const fs::path& log) {
+  WorkerClient worker({self_executable(), "worker", "--backend", "cuda", "--device",
+                       std::to_string(o.device)},
+                      log);
+  worker.start(kWorkerTimeout);
+  const auto ask = [&](Json request) {
+    const WorkerReply r = worker.request(std::move(request), kWorkerTimeout, kWorkerTimeout);
+    if (r.kind != WorkerReply::Kind::kReply) fail("kh profile: the worker: {}\n{}", r.detail, worker.log_tail());
+    if (!r.body.value("ok", false)) fail("kh profile: the worker: {}", r.body.value("error", ""));
+    return r.body;
+  };
+  ask({{"op", "load"},
+       {"library", c.build.library.string()},
+       {"entry", c.candidate.entry.symbol},
+       {"root", fs::absolute(o.root).string()}});
+  const TimingConfig counts = official_timing_config(def.name);
+  const Json reply = ask({{"op", "time"},
+                          {"root", fs::absolute(o.root).string()},
+                          {"definition", def.name},
+                          {"workload", w.uuid},
+                          {"workload_json", w.to_json()},
+                          {"trial", 0},
+                          {"seed", kDefaultSeed},
+                          {"variant", ""},
+                          {"method", "cupti"},
+                          {"warmup", counts.warmup},
+                          {"iterations", 3},
+                          {"timeline", true}});
+  worker.stop();
+  if (!reply.value("error", std::string()).empty())
+    fail("kh profile: the timed call failed: {}", reply["error"].get<std::string>());
+  return reply;
+}
+
+// ncu over one kh eval of the workload; "" and the reason when it cannot run.
+std::pair<std::string, std::string> run_ncu(const Options& o, const std::string& kernels_regex,
+                                            const std::string& workload_index) {
+  std::string metrics;
+  for (const auto& m : ctl::kNcuMetrics) metrics += (metrics.empty() ? "" : ",") + m;
+  const std::string command = fmt::format(
+      "env KH_MEMORY_DIR= {} --clock-control none --target-processes all --csv --metrics {} -k "
+      "regex:{} {} eval {} --definition {} -w {} --backend cuda --trials 1 --official --no-store "
+      "--root {} --cache {} 2>&1",
+      shell_quote(o.ncu), metrics, shell_quote(kernels_regex), shell_quote(self_executable()),
+      shell_quote(o.candidate), o.definition, workload_index, shell_quote(o.root),
+      shell_quote(o.cache));
+  FILE* p = popen(command.c_str(), "r");
+  if (!p) return {"", "cannot run " + o.ncu};
+  std::string out;
+  std::array<char, 8192> buf{};
+  while (const std::size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  const int status = pclose(p);
+  if (out.find("\"ID\",") == std::string::npos) {
+    std::string why = out.substr(out.size() > 1500 ? out.size() - 1500 : 0);
+    if (WEXITSTATUS(status) == 127) why = o.ncu + " is not installed or not on PATH";
+    return {"", fmt::format("Nsight Compute gave no metrics (exit {}): {}", WEXITSTATUS(status), why)};
+  }
+  return {out, ""};
+}
+
+void run(const Options& o) {
+  const Dataset ds = Dataset::open(o.root);
+  const ResolvedCandidate c = resolve_candidate_arg(o.candidate, o.params, o.definition, o.cache);
+  if (!c.build.ok) fail("kh profile {}: the build failed:\n{}", o.candidate, c.build.log);
+  const Definition& def = ds.definition(c.candidate.definition);
+  const auto picked =
+      pick_workloads(select_workloads(ds, def, o.workloads_file), {o.workload}, def.name);
+  const Workload& w = picked.at(0).second;
+  const std::string index = std::to_string(picked.at(0).first);
+  const fs::path out = o.out.empty() ? fs::temp_directory_path() / fmt::format("kh-profile-{}", getpid())
+                                     : fs::path(o.out);
+  fs::create_directories(out);
+
+  const Json timed = timeline(o, c, def, w, out / "worker.log");
+  const Json& activities = timed["timeline"];
+  double span = 0;
+  std::vector<std::string> names;
+  for (const auto& a : activities) {
+    span = std::max(span, a["start_seconds"].get<double>() + a["duration_seconds"].get<double>());
+    if (a["kind"] == "kernel") names.push_back(kernel_base_name(a["name"].get<std::string>()));
+  }
+  if (activities.empty()) fail("kh profile: the timed call recorded no GPU activity");
+
+  ctl::CallProfile call;
+  call.span_seconds = span;
+  std::string ncu_error;
+  if (o.no_ncu) {
+    ncu_error = "--no-ncu";
+  } else {
+    std::string regex;
+    for (const auto& n : names) regex += (regex.empty() ? "" : "|") + n;
+    const auto [csv, why] = run_ncu(o, regex, index);
+    ncu_error = why;
+    if (!csv.empty()) {
+      write_text_file_atomic(out / "ncu.csv", csv);
+      const auto launches = ctl::parse_ncu_csv(csv, (out / "ncu.csv").string());
+      // The candidate's call is the last run of its kernels in the eval.
+      const std::size_t n = std::min(names.size(), launches.size());
+      call.kernels.assign(launches.end() - static_cast<std::ptrdiff_t>(n), launches.end());
+    }
+  }
+  if (call.kernels.empty())  // the timeline's durations alone
+    for (const auto& a : activities)
+      if (a["kind"] == "kernel") {
+        ctl::KernelProfile k;
+        k.name = a["name"].get<std::string>();
+        k.duration_seconds = a["duration_seconds"].get<double>();
+        call.kernels.push_back(k);
+      }
+  std::optional<double> floor;
+  if (o.floor_us > 0) floor = o.floor_us * 1e-6;
+  const ctl::BottleneckState state = ctl::classify(call, floor, std::nullopt);
+
+  Json kernels = Json::array();
+  for (const auto& k : call.kernels) {
+    Json j = {{"name", k.name}, {"duration_seconds", k.duration_seconds}};
+    for (const auto& [metric, value] : k.raw) j["metrics"][metric] = value;
+    kernels.push_back(j);
+  }
+  Json result = {{"candidate", o.candidate},
+                 {"definition", def.name},
+                 {"workload", w.uuid},
+                 {"span_seconds", span},
+                 {"timeline", activities},
+                 {"environment", timed.value("environment", Json::object())},
+                 {"ncu", ncu_error.empty() ? Json((out / "ncu.csv").string()) : Json(nullptr)},
+                 {"ncu_error", ncu_error},
+                 {"kernels", kernels},
+                 {"state",
+                  {{"dominant_kernel", state.dominant_kernel},
+                   {"dominant_share", state.dominant_share},
+                   {"bottleneck", ctl::bottleneck_name(state.bottleneck)},
+                   {"evidence", state.evidence},
+                   {"headroom", state.headroom ? Json(*state.headroom) : Json(nullptr)},
+                   {"signature", state.signature()}}}};
+  write_text_file_atomic(out / "profile.json", result.dump(2) + "\n");
+  if (o.json) {
+    std::cout << result.dump(2) << "\n";
+    return;
+  }
+  std::cout << fmt::format("{} on {} ({}), one call, cupti: span {:.2f} us\n", c.candidate.name,
+                           def.name, w.uuid, span * 1e6);
+  std::cout << fmt::format("  {:<40} {:>10} {:>10} {:>7}\n", "activity", "start us", "us", "share");
+  for (const auto& a : activities)
+    std::cout << fmt::format("  {:<40} {:>10.2f} {:>10.2f} {:>6.0f}%\n",
+                             (a["kind"] == "kernel" ? kernel_base_name(a["name"].get<std::string>())
+                                                    : a["kind"].get<std::string>())
+                                 .substr(0, 40),
+                             a["start_seconds"].get<double>() * 1e6,
+                             a["duration_seconds"].get<double>() * 1e6,
+                             100 * a["duration_seconds"].get<double>() / span);
+  if (!ncu_error.empty()) std::cout << "Nsight Compute: not used: " << ncu_error << "\n";
+  std::cout << fmt::format("state: {} in {}: {}\n", ctl::bottleneck_name(state.bottleneck),
+                           state.dominant_kernel, state.evidence);
+  std::cout << "written: " << (out / "profile.json").string()
+            << (ncu_error.empty() ? " and " + (out / "ncu.csv").string() : "") << "\n";
+}
+
+}  // namespace
+
+void add_profile_command(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand(
+      "profile", "One call's CUPTI timeline and Nsight Compute metrics, and its bottleneck state");
+  cmd->add_option("candidate", o->candidate, "candidate folder (folder@NAME=value)")->required();
+  cmd->add_option("--workload,-w", o->workload, "the workload (uuid or index)")->required();
+  cmd->add_option("--definition,-d", o->definition, "the definition (default: the candidate's)");
+  cmd->add_option("--workloads", o->workloads_file, "workloads JSONL file (default: the dataset's)");
+  cmd->add_option("--param", o->params, "compile-time parameter NAME=value (repeatable)");
+  cmd->add_option("--root,--dataset", o->root, "dataset folder")->capture_default_str();
+  cmd->add_option("--cache", o->cache, "build cache folder")->capture_default_str();
+  cmd->add_option("--device", o->device, "CUDA device")->capture_default_str();
+  cmd->add_option("--ncu", o->ncu, "the Nsight Compute CLI")->capture_default_str();
+  cmd->add_flag("--no-ncu", o->no_ncu, "the timeline alone");
+  cmd->add_option("--floor-us", o->floor_us, "the workload's roofline floor, for the headroom");
+  cmd->add_option("--out", o->out, "folder for profile.json and ncu.csv (default: a temporary one)");
+  cmd->add_flag("--json", o->json, "print as JSON");
+  cmd->callback([o] { run(*o); });
+}
+
+}  // namespace kh::cli
