@@ -8,7 +8,10 @@
 //      the candidate's call), parsed as kh state parses them, and the bottleneck state.
 // With ncu missing or unable to read counters, the timeline still comes out and the message says
 // why. --out DIR keeps profile.json and ncu.csv (what kh state and kh round start read).
+#include <cxxabi.h>
 #include <unistd.h>
+
+#include <cstdlib>
 
 #include <array>
 #include <cstdio>
@@ -46,10 +49,24 @@ struct Options {
   bool no_ncu = false, json = false;
 };
 
+// CUPTI names kernels by their mangled symbol; people and ncu's -k read the function's own name.
+std::string demangled(const std::string& name) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  if (status != 0 || !d) return name;
+  std::string out(d);
+  std::free(d);
+  return out;
+}
+
+// "void ns::kernel<1, 2>(Args, int)" -> "kernel", as ncu's function name base has it.
 std::string kernel_base_name(const std::string& name) {
-  std::string base = name.substr(0, name.find('('));
-  if (base.rfind("void ", 0) == 0) base = base.substr(5);
-  return base.substr(0, base.find('<'));
+  std::string base = demangled(name);
+  base = base.substr(0, base.find('('));
+  base = base.substr(0, base.find('<'));
+  if (const auto space = base.rfind(' '); space != std::string::npos) base = base.substr(space + 1);
+  if (const auto scope = base.rfind("::"); scope != std::string::npos) base = base.substr(scope + 2);
+  return base;
 }
 
 // The worker's timeline of one cupti-timed call.
@@ -89,7 +106,8 @@ Json timeline(const Options& o, const ResolvedCandidate& c, const Definition& de
 }
 
 // ncu over one kh eval of the workload; "" and the reason when it cannot run.
-std::pair<std::string, std::string> run_ncu(const Options& o, const std::string& kernels_regex,
+std::pair<std::string, std::string> run_ncu(const Options& o, const std::string& definition,
+                                            const std::string& kernels_regex,
                                             const std::string& workload_index) {
   std::string metrics;
   for (const auto& m : ctl::kNcuMetrics) metrics += (metrics.empty() ? "" : ",") + m;
@@ -98,7 +116,7 @@ std::pair<std::string, std::string> run_ncu(const Options& o, const std::string&
       "regex:{} {} eval {} --definition {} -w {} --backend cuda --trials 1 --official --no-store "
       "--root {} --cache {} 2>&1",
       shell_quote(o.ncu), metrics, shell_quote(kernels_regex), shell_quote(self_executable()),
-      shell_quote(o.candidate), o.definition, workload_index, shell_quote(o.root),
+      shell_quote(o.candidate), definition, workload_index, shell_quote(o.root),
       shell_quote(o.cache));
   FILE* p = popen(command.c_str(), "r");
   if (!p) return {"", "cannot run " + o.ncu};
@@ -145,7 +163,7 @@ void run(const Options& o) {
   } else {
     std::string regex;
     for (const auto& n : names) regex += (regex.empty() ? "" : "|") + n;
-    const auto [csv, why] = run_ncu(o, regex, index);
+    const auto [csv, why] = run_ncu(o, def.name, "^(" + regex + ")$", index);
     ncu_error = why;
     if (!csv.empty()) {
       write_text_file_atomic(out / "ncu.csv", csv);
@@ -159,7 +177,7 @@ void run(const Options& o) {
     for (const auto& a : activities)
       if (a["kind"] == "kernel") {
         ctl::KernelProfile k;
-        k.name = a["name"].get<std::string>();
+        k.name = demangled(a["name"].get<std::string>());
         k.duration_seconds = a["duration_seconds"].get<double>();
         call.kernels.push_back(k);
       }
