@@ -1,7 +1,8 @@
 // `kh tune` end to end on the cpu backend: every configuration of a planted-fault candidate's
 // FAULT param is swept and ranked by wall time; the incorrect one is ranked last and never wins,
 // the slow one loses to the correct one, and a winner that is not the first configuration comes
-// with the command that gates it.
+// with the command that gates it; with --gate, the winner is re-measured against the defaults in a
+// paired gate.
 #include <fstream>
 #include <regex>
 
@@ -85,6 +86,23 @@ TEST_F(TuneCli, TextNamesTheGateCommandAndRefusesLargeGridsAndUntimedRuns) {
       test::run_command(fmt::format("{} tune {}", KH_BINARY, candidate().string()));
   EXPECT_NE(untimed.status, 0);
   EXPECT_THAT(untimed.err, HasSubstr("give --timing"));
+}
+
+TEST_F(TuneCli, GateReMeasuresAWinnerAgainstTheDefaults) {
+  // The planted effect is 2x (slow computes every head twice): a paired gate of a few rounds on
+  // the wall clock sees it, on fresh samples.
+  const auto r = tune(
+      "--json --gate --gate-options '--rounds 3 --pairs 6 --gate-warmup 1 --trials 1 "
+      "--min-effect 0.10'");
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j["winner"]["FAULT"], "none");
+  ASSERT_TRUE(j["gate"].is_object()) << r.err;
+  EXPECT_EQ(j["gate"]["overall"]["verdict"], "win");
+  EXPECT_GT(j["gate"]["overall"]["objective"]["lo"].get<double>(), 1.1);
+  const auto text = tune("--gate --gate-options '--rounds 3 --pairs 6 --gate-warmup 1 --trials 1'");
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("gated against the first configuration (fresh samples, paired): win"));
 }
 
 }  // namespace

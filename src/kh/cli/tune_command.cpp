@@ -3,9 +3,14 @@
 // --param pins a param, --values narrows one) is swept interleaved on the definition's workloads
 // (or --workloads FILE) under one timer, in one sweep of the store, and ranked by mean latency
 // over the workloads, counting only configurations correct and timed on all of them. The winner
-// is not promoted here: the command to gate and promote it (re-measured on fresh samples) is
-// printed. Exit 0 when some configuration passed everywhere, 3 otherwise.
+// is not promoted here. With --gate, a winner other than the defaults is re-measured against them
+// in a paired, interleaved kh gate (fresh samples; --gate-options adds gate flags), and its
+// verdict is printed with the ranking; the kh promote command that would adopt it is printed in
+// any case. Exit 0 when some configuration passed everywhere, 3 otherwise.
 #include <unistd.h>
+
+#include <array>
+#include <cstdio>
 
 #include <iostream>
 
@@ -14,6 +19,7 @@
 #include "kh/cli/candidate_arg.h"
 #include "kh/cli/commands.h"
 #include "kh/cli/eval_options.h"
+#include "kh/cli/round_steps.h"
 #include "kh/cli/store_access.h"
 #include "kh/core/error.h"
 #include "kh/ctl/param_search.h"
@@ -31,11 +37,35 @@ constexpr int kDefaultMaxConfigs = 64;
 struct Options {
   std::string candidate, definition, workloads_file;
   std::vector<std::string> values;
+  std::string gate_options;
   int max_configs = kDefaultMaxConfigs;
-  bool json = false;
+  bool json = false, gate = false;
   StoreOptions store;
   EvalCliOptions e;
 };
+
+// kh gate of `winner` against `first` (both CAND@params), as a subprocess of this kh: its JSON.
+Json gate_winner(const Options& o, const std::string& winner, const std::string& first) {
+  std::string command = fmt::format(
+      "{} gate {} --against {} --workloads {} --backend {} --timing {} --root {} --cache {} "
+      "--logs {} --store {} --json",
+      shell_quote(self_executable()), shell_quote(o.candidate + "@" + winner),
+      shell_quote(o.candidate + "@" + first),
+      shell_quote(o.workloads_file.empty() ? "all" : o.workloads_file), o.e.eval.backend,
+      o.e.timing, shell_quote(o.e.eval.root.string()), shell_quote(o.e.cache),
+      shell_quote(o.e.eval.log_dir.string()), shell_quote(o.store.dir));
+  if (!o.gate_options.empty()) command += " " + o.gate_options;
+  FILE* p = popen(command.c_str(), "r");
+  if (!p) fail("kh tune --gate: cannot run {}", command);
+  std::string out;
+  std::array<char, 8192> buf{};
+  while (const std::size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  const int status = pclose(p);
+  if (out.empty())
+    fail("kh tune --gate: kh gate exited with status {} and no result: {}", WEXITSTATUS(status),
+         command);
+  return parse_json(out, "kh gate's output");
+}
 
 void run(Options& o) {
   if (o.candidate.find('@') != std::string::npos || o.candidate.rfind("builtin:", 0) == 0)
@@ -94,6 +124,16 @@ void run(Options& o) {
   const bool found = !ranked.empty() && ranked[0].complete;
   const std::string winner = found ? ctl::param_suffix(ranked[0].params) : "";
   const bool default_wins = found && ranked[0].params == grid[0];
+  std::optional<Json> gate;
+  if (o.gate && found && !default_wins)
+    gate = gate_winner(o, winner, ctl::param_suffix(grid[0]));
+  const std::string verdict =
+      gate ? fmt::format("{} {:+.1f} % [{:+.1f}, {:+.1f}]",
+                         (*gate)["overall"]["verdict"].get<std::string>(),
+                         100 * ((*gate)["overall"]["objective"]["estimate"].get<double>() - 1),
+                         100 * ((*gate)["overall"]["objective"]["lo"].get<double>() - 1),
+                         100 * ((*gate)["overall"]["objective"]["hi"].get<double>() - 1))
+           : "";
 
   if (o.json) {
     Json rows = Json::array();
@@ -109,7 +149,8 @@ void run(Options& o) {
                       {"timing", o.e.timing},
                       {"configurations", rows},
                       {"winner", found ? Json(ranked[0].params) : Json(nullptr)},
-                      {"winner_is_first", default_wins}}
+                      {"winner_is_first", default_wins},
+                      {"gate", gate ? *gate : Json(nullptr)}}
                      .dump(2)
               << "\n";
   } else {
@@ -128,6 +169,11 @@ void run(Options& o) {
       std::cout << "no configuration passed and was timed on every workload\n";
     else if (default_wins)
       std::cout << "the first configuration (the defaults) is the fastest\n";
+    else if (gate)
+      std::cout << fmt::format(
+          "fastest: {}; gated against the first configuration (fresh samples, paired): {}\n"
+          "  to adopt it: kh promote {}@{} --backend {} --timing {}\n",
+          winner, verdict, o.candidate, winner, o.e.eval.backend, o.e.timing);
     else
       std::cout << fmt::format(
           "fastest: {}; gate it before adopting it (fresh samples, paired):\n  kh promote "
@@ -151,6 +197,10 @@ void add_tune_command(CLI::App& app) {
   cmd->add_option("--max-configs", o->max_configs, "refuse larger grids")->capture_default_str();
   cmd->add_option("--workloads", o->workloads_file,
                   "workloads JSONL file (default: the dataset's)");
+  cmd->add_flag("--gate", o->gate,
+                "re-measure a winner other than the defaults against them in a paired kh gate");
+  cmd->add_option("--gate-options", o->gate_options,
+                  "more kh gate flags for --gate, one string (\"--rounds 4 --pairs 8\")");
   cmd->add_flag("--json", o->json, "print the ranking as JSON");
   add_store_option(cmd, o->store);
   cmd->callback([o] { run(*o); });
