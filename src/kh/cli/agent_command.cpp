@@ -4,7 +4,7 @@
 //   2. run the current agent command in a fresh work folder, rounds/<D>/<NNN>/work/: the brief on
 //      stdin and in $KH_BRIEF, a copy of --seed (the retained source, say) in $KH_SEED, and $KH_OUT
 //      for the candidate folders it hands back; killed with its process group after
-//      --agent-timeout. The store is kept out of its reach: snapshotted before and, if the agent
+//      --agent-timeout (core/process.h). The store is kept out of its reach: snapshotted before and, if the agent
 //      changed it, restored (the round then fails: its candidates are not taken);
 //   3. take only the candidate folders under $KH_OUT (a candidate.toml each), copied by content
 //      hash into rounds/<D>/<NNN>/candidates/<hash>/, and submit them (kh promote, --promote
@@ -15,16 +15,8 @@
 //      another model family).
 // Stops after --rounds rounds or once the budget is spent. Promotions are kh promote's own
 // decisions (no approval step yet).
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
-#include <fstream>
 #include <iostream>
-#include <sstream>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -32,6 +24,7 @@
 #include "kh/cli/round_steps.h"
 #include "kh/core/error.h"
 #include "kh/core/json_io.h"
+#include "kh/core/process.h"
 #include "kh/core/sha256.h"
 
 namespace kh::cli {
@@ -44,8 +37,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr double kDefaultAgentTimeoutSeconds = 1800;
 constexpr double kSupervisorMinEffect = 0.01;
-constexpr auto kKillGrace = std::chrono::seconds(2);
-constexpr auto kPollInterval = std::chrono::milliseconds(20);
 
 struct Options {
   RoundOptions round;
@@ -56,55 +47,17 @@ struct Options {
   double agent_timeout = kDefaultAgentTimeoutSeconds;
 };
 
-struct AgentRun {
-  int exit_code = 0;
-  bool timed_out = false;
-  double seconds = 0;
-};
-
-// Runs `command` with sh in `dir`, `input` on stdin, `env` added, in its own process group;
-// kills the group after `timeout` seconds. Output goes to `log`.
-AgentRun run_agent(const std::string& command, const fs::path& dir, const std::string& input,
-                   const std::vector<std::pair<std::string, std::string>>& env, double timeout,
-                   const fs::path& log) {
-  const fs::path stdin_file = dir / ".brief-stdin";
-  write_text_file_atomic(stdin_file, input);
-  const auto t0 = Clock::now();
-  const pid_t pid = fork();
-  if (pid < 0) fail("kh agent: fork failed");
-  if (pid == 0) {
-    setpgid(0, 0);
-    if (chdir(dir.c_str()) != 0) _exit(126);
-    const int in = open(stdin_file.c_str(), O_RDONLY);
-    const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (in < 0 || out < 0) _exit(126);
-    dup2(in, 0);
-    dup2(out, 1);
-    dup2(out, 2);
-    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  setpgid(pid, pid);
-  AgentRun r;
-  int status = 0;
-  const auto deadline = t0 + std::chrono::duration<double>(timeout);
-  while (true) {
-    const pid_t done = waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
-    if (Clock::now() > deadline) {
-      r.timed_out = true;
-      kill(-pid, SIGTERM);
-      std::this_thread::sleep_for(kKillGrace);
-      kill(-pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      break;
-    }
-    std::this_thread::sleep_for(kPollInterval);
-  }
-  kill(-pid, SIGKILL);  // whatever the agent left running in its group
-  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+// Runs `command` with sh in `dir`, the brief on stdin, `env` added, in its own process group
+// (killed with it after `timeout` seconds); its output is kept in `log`.
+ProcessResult run_agent(const std::string& command, const fs::path& dir, const fs::path& brief,
+                        std::vector<std::pair<std::string, std::string>> env, double timeout,
+                        const fs::path& log) {
+  const ProcessResult r =
+      run_process({"/bin/sh", "-c", command},
+                  std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::duration<double>(timeout)),
+                  ProcessOptions{dir, brief, {}, std::move(env)});
+  write_text_file_atomic(log, r.output);
   return r;
 }
 
@@ -181,19 +134,19 @@ void run(Options& o) {
       fs::remove_all(work);
       fs::create_directories(work / "out");
       if (!o.seed.empty()) fs::copy(o.seed, work / "seed", fs::copy_options::recursive);
-      const std::string brief = read_text_file(dir / "brief.md");
       const fs::path store_dir = ro.store.dir;
       const auto before = snapshot_store(store_dir);
       std::cerr << fmt::format("kh agent: round {} of {}: running agent {} ({})\n", m.round,
                                ro.definition, agent + 1, o.commands[agent]);
-      const AgentRun a = run_agent(
-          o.commands[agent], work, brief,
+      const ProcessResult a = run_agent(
+          o.commands[agent], work, fs::absolute(dir / "brief.md"),
           {{"KH_BRIEF", fs::absolute(dir / "brief.md").string()},
            {"KH_ROUND", std::to_string(m.round)},
            {"KH_DEFINITION", ro.definition},
            {"KH_OUT", fs::absolute(work / "out").string()},
            {"KH_SEED", fs::absolute(work / "seed").string()}},
           o.agent_timeout, dir / fmt::format("agent-{}.log", m.agent_runs.size() + 1));
+      const int exit_code = a.signal ? 128 + a.signal : a.exit_code;  // as a shell reports it
       const bool wrote_store = restore_if_changed(store_dir, before);
       std::vector<std::string> candidates;
       if (wrote_store)
@@ -203,12 +156,12 @@ void run(Options& o) {
       else
         candidates = take_candidates(work / "out", dir);
       if (failure.empty() && candidates.empty())
-        failure = a.exit_code ? fmt::format("the agent failed (exit {}) and handed back nothing",
-                                            a.exit_code)
-                              : "the agent handed back no candidate";
+        failure = !a.ok() ? fmt::format("the agent failed (exit {}) and handed back nothing",
+                                        exit_code)
+                          : "the agent handed back no candidate";
       m = ctl::load_round(dir);
       m.agent_runs.push_back({{"command", o.commands[agent]},
-                              {"exit_code", a.exit_code},
+                              {"exit_code", exit_code},
                               {"timed_out", a.timed_out},
                               {"seconds", a.seconds},
                               {"wrote_store", wrote_store},
@@ -216,11 +169,8 @@ void run(Options& o) {
       ctl::save_round(dir, m);
       if (!candidates.empty()) {
         ro.candidates = candidates;
-        std::vector<std::string> args;
-        std::istringstream words(ro.promote_options);
-        for (std::string w; words >> w;) args.push_back(w);
         const auto t0 = Clock::now();
-        m = submit_round(ro, args).manifest;
+        m = submit_round(ro).manifest;
         spent_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
       }
     }

@@ -13,8 +13,6 @@
 
 #include <cstdlib>
 
-#include <array>
-#include <cstdio>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -22,9 +20,9 @@
 #include "kh/cli/candidate_arg.h"
 #include "kh/cli/commands.h"
 #include "kh/cli/eval_options.h"
-#include "kh/cli/round_steps.h"
 #include "kh/core/error.h"
 #include "kh/core/json_io.h"
+#include "kh/core/process.h"
 #include "kh/ctl/bottleneck_state.h"
 #include "kh/ctl/ncu_csv.h"
 #include "kh/gen/stream_key.h"
@@ -39,6 +37,7 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 constexpr auto kWorkerTimeout = 120s;
+constexpr auto kNcuTimeout = 600s;  // a few replayed launches of one call
 
 struct Options {
   std::string candidate, definition, workload, workloads_file, ncu = "ncu", out, cache = ".kh/builds";
@@ -111,25 +110,16 @@ std::pair<std::string, std::string> run_ncu(const Options& o, const std::string&
                                             const std::string& workload_index) {
   std::string metrics;
   for (const auto& m : ctl::kNcuMetrics) metrics += (metrics.empty() ? "" : ",") + m;
-  const std::string command = fmt::format(
-      "env KH_MEMORY_DIR= {} --clock-control none --target-processes all --csv --metrics {} -k "
-      "regex:{} {} eval {} --definition {} -w {} --backend cuda --trials 1 --official --no-store "
-      "--root {} --cache {} 2>&1",
-      shell_quote(o.ncu), metrics, shell_quote(kernels_regex), shell_quote(self_executable()),
-      shell_quote(o.candidate), definition, workload_index, shell_quote(o.root),
-      shell_quote(o.cache));
-  FILE* p = popen(command.c_str(), "r");
-  if (!p) return {"", "cannot run " + o.ncu};
-  std::string out;
-  std::array<char, 8192> buf{};
-  while (const std::size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  const int status = pclose(p);
-  if (out.find("\"ID\",") == std::string::npos) {
-    std::string why = out.substr(out.size() > 1500 ? out.size() - 1500 : 0);
-    if (WEXITSTATUS(status) == 127) why = o.ncu + " is not installed or not on PATH";
-    return {"", fmt::format("Nsight Compute gave no metrics (exit {}): {}", WEXITSTATUS(status), why)};
-  }
-  return {out, ""};
+  const ProcessResult r = run_process(
+      {o.ncu, "--clock-control", "none", "--target-processes", "all", "--csv", "--metrics", metrics,
+       "-k", "regex:" + kernels_regex, self_executable(), "eval", o.candidate, "--definition",
+       definition, "-w", workload_index, "--backend", "cuda", "--trials", "1", "--official",
+       "--no-store", "--root", o.root, "--cache", o.cache},
+      kNcuTimeout, ProcessOptions{{}, {}, {}, {{"KH_MEMORY_DIR", ""}}});
+  if (r.output.find("\"ID\",") != std::string::npos) return {r.output, ""};
+  std::string why = r.output.substr(r.output.size() > 1500 ? r.output.size() - 1500 : 0);
+  if (r.exit_code == 127) why = o.ncu + " is not installed or not on PATH";
+  return {"", fmt::format("Nsight Compute gave no metrics (exit {}): {}", r.exit_code, why)};
 }
 
 void run(const Options& o) {

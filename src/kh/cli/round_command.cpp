@@ -10,7 +10,6 @@
 //   close   exactly one decision: the best submitted one, or --decision (failed when nothing could
 //           be judged).
 #include <iostream>
-#include <sstream>
 
 #include "kh/cli/commands.h"
 #include "kh/cli/round_steps.h"
@@ -61,12 +60,7 @@ void add_round_command(CLI::App& app) {
   u->add_option("--promote", o->promote_options,
                 "kh promote's options, one string split at spaces (\"--backend cuda --timing cupti\")");
   add_store_option(u, o->store);
-  u->callback([o] {
-    std::vector<std::string> rest;
-    std::istringstream words(o->promote_options);
-    for (std::string w; words >> w;) rest.push_back(w);
-    print(*o, submit_round(*o, rest));
-  });
+  u->callback([o] { print(*o, submit_round(*o)); });
 
   auto* c = round->add_subcommand("close", "Record exactly one decision and close the round");
   common(c, *o);

@@ -2,12 +2,10 @@
 // ctl/round_manifest.h: each returns the manifest as it left it and a summary for people.
 #include "kh/cli/round_steps.h"
 
-#include <unistd.h>
-
-#include <array>
-#include <cstdio>
+#include <chrono>
 #include <iostream>
 #include <regex>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -16,6 +14,7 @@
 #include "kh/cli/gate_options.h"
 #include "kh/cli/store_access.h"
 #include "kh/core/error.h"
+#include "kh/core/process.h"
 #include "kh/ctl/knowledge_base.h"
 #include "kh/ctl/round_brief.h"
 #include "kh/spec/dataset.h"
@@ -30,7 +29,8 @@ namespace fs = std::filesystem;
 using ctl::RoundManifest;
 using ctl::RoundStatus;
 
-constexpr double kSupervisorMinEffect = 0.01;  // the gate's default minimum effect
+constexpr double kSupervisorMinEffect = 0.01;
+constexpr auto kPromoteTimeout = std::chrono::hours(24);  // a full gate and replay take minutes  // the gate's default minimum effect
 constexpr const char* kBriefFile = "brief.md";
 const char* const kTimingPreference[] = {"cupti", "events", "graph", "wall"};
 
@@ -226,13 +226,6 @@ RoundStep resume_round(const RoundOptions& o) {
           {}};
 }
 
-std::string self_executable() {
-  std::array<char, 4096> buf{};
-  const ssize_t n = readlink("/proc/self/exe", buf.data(), buf.size() - 1);
-  if (n <= 0) fail("kh round submit: cannot find kh's own executable (/proc/self/exe)");
-  return std::string(buf.data(), static_cast<std::size_t>(n));
-}
-
 std::string shell_quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -256,35 +249,33 @@ int decision_rank(const std::string& d) {  // higher is better
 
 }  // namespace
 
-RoundStep submit_round(const RoundOptions& o, const std::vector<std::string>& promote_args) {
+RoundStep submit_round(const RoundOptions& o) {
   RoundManifest m = require_open_round(o, "submit");
   if (o.candidates.empty()) fail("kh round submit {}: give the candidate folders", o.definition);
   const fs::path dir = ctl::round_dir(o.rounds_dir, o.definition, m.round);
-  std::string command = shell_quote(self_executable()) + " promote";
-  for (const auto& c : o.candidates) command += " " + shell_quote(c);
-  for (const auto& a : promote_args) command += " " + shell_quote(a);
-  command += " --store " + shell_quote(o.store.dir) + " --json";
+  std::vector<std::string> argv = {self_executable(), "promote"};
+  argv.insert(argv.end(), o.candidates.begin(), o.candidates.end());
+  std::istringstream words(o.promote_options);
+  for (std::string w; words >> w;) argv.push_back(w);
+  argv.insert(argv.end(), {"--store", o.store.dir, "--json"});
   ctl::RoundSubmission s;
   s.candidates = o.candidates;
-  s.command = command;
+  for (const auto& a : argv) s.command += (s.command.empty() ? "" : " ") + shell_quote(a);
   m.submissions.push_back(s);
   m.status = RoundStatus::kSubmitting;  // a kill from here on leaves the command to rerun
   ctl::save_round(dir, m);
 
-  std::string out;
-  FILE* p = popen(command.c_str(), "r");
-  if (!p) fail("kh round submit: cannot run {}", command);
-  std::array<char, 4096> buf{};
-  while (const std::size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  const int status = pclose(p);
+  // kh promote's progress goes to a log beside the manifest; its stdout is the decisions.
+  const fs::path log = dir / fmt::format("promote-{}.log", m.submissions.size());
+  const ProcessResult run = run_process(argv, kPromoteTimeout, ProcessOptions{{}, {}, log, {}});
   Json decisions;
   try {
-    decisions = parse_json(out, "kh promote's output");
+    decisions = parse_json(run.output, "kh promote's output");
   } catch (const Error& e) {
-    decisions = Json::array({{{"decision", "failed"},
-                              {"reason", fmt::format("kh promote exited with status {} and no "
-                                                     "decisions (see its messages above)",
-                                                     WEXITSTATUS(status))}}});
+    decisions = Json::array(
+        {{{"decision", "failed"},
+          {"reason", fmt::format("kh promote exited with status {} and no decisions (see {})",
+                                 run.exit_code, log.string())}}});
   }
   auto& last = m.submissions.back();
   last.decisions = decisions;

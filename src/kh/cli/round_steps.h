@@ -32,15 +32,15 @@ std::optional<ctl::RoundManifest> open_round(const RoundOptions& o);
 /// Refused while the last round is open.
 RoundStep start_round(const RoundOptions& o);
 RoundStep resume_round(const RoundOptions& o);
-/// kh promote on o.candidates with `promote_args`; its decisions recorded in the open round.
-RoundStep submit_round(const RoundOptions& o, const std::vector<std::string>& promote_args);
+/// kh promote on o.candidates with o.promote_options (split at spaces); its decisions recorded in
+/// the open round, its progress in promote-N.log beside the manifest.
+RoundStep submit_round(const RoundOptions& o);
 /// The best submitted decision, or o.decision (never better than kh promote judged).
 RoundStep close_round(const RoundOptions& o);
 
 /// rounds_dir/<definition>/<NNN> of the manifest's round.
 std::filesystem::path round_folder(const RoundOptions& o, const ctl::RoundManifest& m);
-/// This kh executable (/proc/self/exe), for the commands a round runs.
-std::string self_executable();
+/// `s` quoted for a POSIX shell: the commands a round records for people to rerun.
 std::string shell_quote(const std::string& s);
 
 }  // namespace kh::cli

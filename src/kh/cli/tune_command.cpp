@@ -9,8 +9,8 @@
 // any case. Exit 0 when some configuration passed everywhere, 3 otherwise.
 #include <unistd.h>
 
-#include <array>
-#include <cstdio>
+#include <chrono>
+#include <sstream>
 
 #include <iostream>
 
@@ -19,9 +19,9 @@
 #include "kh/cli/candidate_arg.h"
 #include "kh/cli/commands.h"
 #include "kh/cli/eval_options.h"
-#include "kh/cli/round_steps.h"
 #include "kh/cli/store_access.h"
 #include "kh/core/error.h"
+#include "kh/core/process.h"
 #include "kh/ctl/param_search.h"
 #include "kh/run/memory_backend.h"
 #include "kh/run/sweep.h"
@@ -33,6 +33,7 @@ namespace {
 
 constexpr int kExitNoConfiguration = 3;
 constexpr int kDefaultMaxConfigs = 64;
+constexpr auto kGateTimeout = std::chrono::hours(24);  // rounds x pairs x workloads: minutes
 
 struct Options {
   std::string candidate, definition, workloads_file;
@@ -44,27 +45,38 @@ struct Options {
   EvalCliOptions e;
 };
 
-// kh gate of `winner` against `first` (both CAND@params), as a subprocess of this kh: its JSON.
+// kh gate of `winner` against `first` (both CAND@params), run by this kh: its JSON. Its progress
+// goes to tune-gate.log in the logs folder.
 Json gate_winner(const Options& o, const std::string& winner, const std::string& first) {
-  std::string command = fmt::format(
-      "{} gate {} --against {} --workloads {} --backend {} --timing {} --root {} --cache {} "
-      "--logs {} --store {} --json",
-      shell_quote(self_executable()), shell_quote(o.candidate + "@" + winner),
-      shell_quote(o.candidate + "@" + first),
-      shell_quote(o.workloads_file.empty() ? "all" : o.workloads_file), o.e.eval.backend,
-      o.e.timing, shell_quote(o.e.eval.root.string()), shell_quote(o.e.cache),
-      shell_quote(o.e.eval.log_dir.string()), shell_quote(o.store.dir));
-  if (!o.gate_options.empty()) command += " " + o.gate_options;
-  FILE* p = popen(command.c_str(), "r");
-  if (!p) fail("kh tune --gate: cannot run {}", command);
-  std::string out;
-  std::array<char, 8192> buf{};
-  while (const std::size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  const int status = pclose(p);
-  if (out.empty())
-    fail("kh tune --gate: kh gate exited with status {} and no result: {}", WEXITSTATUS(status),
-         command);
-  return parse_json(out, "kh gate's output");
+  std::vector<std::string> argv = {self_executable(),
+                                   "gate",
+                                   o.candidate + "@" + winner,
+                                   "--against",
+                                   o.candidate + "@" + first,
+                                   "--workloads",
+                                   o.workloads_file.empty() ? "all" : o.workloads_file,
+                                   "--backend",
+                                   o.e.eval.backend,
+                                   "--timing",
+                                   o.e.timing,
+                                   "--root",
+                                   o.e.eval.root.string(),
+                                   "--cache",
+                                   o.e.cache,
+                                   "--logs",
+                                   o.e.eval.log_dir.string(),
+                                   "--store",
+                                   o.store.dir,
+                                   "--json"};
+  std::istringstream words(o.gate_options);
+  for (std::string w; words >> w;) argv.push_back(w);
+  std::filesystem::create_directories(o.e.eval.log_dir);
+  const auto log = o.e.eval.log_dir / "tune-gate.log";
+  const ProcessResult r = run_process(argv, kGateTimeout, ProcessOptions{{}, {}, log, {}});
+  if (r.output.empty())
+    fail("kh tune --gate: kh gate exited with status {} and no result (see {})", r.exit_code,
+         log.string());
+  return parse_json(r.output, "kh gate's output");
 }
 
 void run(Options& o) {

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -55,22 +56,27 @@ void make_pipe(Fd& read_end, Fd& write_end) {
 }
 
 // Runs in the forked child: only async-signal-safe calls until exec.
-[[noreturn]] void exec_child(char* const* argv, const char* cwd, int output_fd, int status_fd) {
+// `stdin_path` and `stderr_path` may be null (/dev/null; stderr joins the output).
+[[noreturn]] void exec_child(char* const* argv, char* const* envp, const char* cwd,
+                             const char* stdin_path, const char* stderr_path, int output_fd,
+                             int status_fd) {
   ::setpgid(0, 0);
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   // exec keeps ignored signals ignored; the child should see the defaults.
   for (int sig : {SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGCHLD}) ::signal(sig, SIG_DFL);
-  const int devnull = ::open("/dev/null", O_RDONLY);
-  if (devnull >= 0) ::dup2(devnull, STDIN_FILENO);
+  const int input = ::open(stdin_path != nullptr ? stdin_path : "/dev/null", O_RDONLY);
+  if (input >= 0) ::dup2(input, STDIN_FILENO);
   ::dup2(output_fd, STDOUT_FILENO);
-  ::dup2(output_fd, STDERR_FILENO);
+  const int errors =
+      stderr_path != nullptr ? ::open(stderr_path, O_WRONLY | O_CREAT | O_TRUNC, 0644) : -1;
+  ::dup2(errors >= 0 ? errors : output_fd, STDERR_FILENO);
   ChildFailure failure{0, 0};
   if (cwd != nullptr && ::chdir(cwd) != 0) {
     failure.error = errno;
   } else {
-    ::execvp(argv[0], argv);
+    ::execvpe(argv[0], argv, envp);
     failure = {1, errno};
   }
   [[maybe_unused]] ssize_t n = ::write(status_fd, &failure, sizeof failure);
@@ -133,12 +139,25 @@ int reap(pid_t pid) {
 }  // namespace
 
 ProcessResult run_process(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
-                          const std::filesystem::path& cwd) {
+                          const ProcessOptions& options) {
   if (argv.empty()) fail("run_process: empty command");
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  const std::string cwd_text = cwd.string();
+  // The child's environment is built here: after fork only async-signal-safe calls are allowed.
+  std::vector<std::string> env_text;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    const auto named = [&](const auto& kv) { return entry.substr(0, entry.find('=')) == kv.first; };
+    if (std::none_of(options.env.begin(), options.env.end(), named)) env_text.emplace_back(entry);
+  }
+  for (const auto& [name, value] : options.env) env_text.push_back(name + "=" + value);
+  std::vector<char*> envp;
+  for (auto& e : env_text) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const std::string cwd_text = options.cwd.string();
+  const std::string stdin_text = options.stdin_file.string();
+  const std::string stderr_text = options.stderr_file.string();
 
   Fd out_read, out_write, status_read, status_write;
   make_pipe(out_read, out_write);
@@ -148,7 +167,9 @@ ProcessResult run_process(const std::vector<std::string>& argv, std::chrono::mil
   const pid_t pid = ::fork();
   if (pid < 0) fail("run_process: fork for \"{}\": {}", argv[0], std::strerror(errno));
   if (pid == 0)
-    exec_child(args.data(), cwd_text.empty() ? nullptr : cwd_text.c_str(), out_write.get(),
+    exec_child(args.data(), envp.data(), cwd_text.empty() ? nullptr : cwd_text.c_str(),
+               stdin_text.empty() ? nullptr : stdin_text.c_str(),
+               stderr_text.empty() ? nullptr : stderr_text.c_str(), out_write.get(),
                status_write.get());
   ::setpgid(pid, pid);  // also in the parent, so a kill right after fork reaches the group
   out_write.reset();
@@ -216,6 +237,13 @@ ProcessResult run_process(const std::vector<std::string>& argv, std::chrono::mil
                                  std::chrono::duration<double>(timeout).count());
   }
   return result;
+}
+
+std::string self_executable() {
+  std::error_code ec;
+  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) fail("cannot find kh's own executable: {}", ec.message());
+  return p.string();
 }
 
 std::optional<std::filesystem::path> find_program(const std::string& name) {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kh {
@@ -25,12 +26,28 @@ struct ProcessResult {
 inline constexpr std::size_t kProcessOutputLimit = std::size_t{1} << 20;
 inline constexpr const char* kProcessOutputTruncated = "[output truncated]\n";
 
-/// Runs argv[0] (looked up in PATH) with stdin from /dev/null, in `cwd` when given, and waits for
-/// it. On timeout the child's whole process group is killed with SIGKILL. The child is always
+/// Where a child's input comes from and its error output goes, beyond the defaults.
+struct ProcessOptions {
+  std::filesystem::path cwd;          // empty: this process's
+  std::filesystem::path stdin_file;   // empty: /dev/null
+  std::filesystem::path stderr_file;  // empty: stderr joins `output`; else it is written here
+  std::vector<std::pair<std::string, std::string>> env;  // set in the child's environment
+};
+
+/// Runs argv[0] (looked up in PATH) as `options` say (stdin from /dev/null by default) and waits
+/// for it. On timeout the child's whole process group is killed with SIGKILL. The child is always
 /// reaped. A program that cannot be started gives exit code 127 and a message in `output`.
 /// Throws kh::Error only when the process cannot be created at all (empty argv, fork failure).
 ProcessResult run_process(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
-                          const std::filesystem::path& cwd = {});
+                          const ProcessOptions& options);
+inline ProcessResult run_process(const std::vector<std::string>& argv,
+                                 std::chrono::milliseconds timeout,
+                                 const std::filesystem::path& cwd = {}) {
+  return run_process(argv, timeout, ProcessOptions{cwd, {}, {}, {}});
+}
+
+/// This process's executable (/proc/self/exe): kh, for the kh commands it runs itself.
+std::string self_executable();
 
 /// The full path of an executable found through PATH (or `name` itself if it contains a '/' and
 /// is executable); nullopt when there is none.

@@ -8,6 +8,7 @@
 #include "kh/build/kh_home.h"
 #include "kh/core/error.h"
 #include "kh/core/json_io.h"
+#include "kh/core/process.h"
 #include "kh/ref/cpu_reference.h"
 #include "kh/run/builtin_candidates.h"
 #include "kh/run/worker_protocol.h"
@@ -22,13 +23,6 @@ CheckResult failure(EvalStatus status, std::string message) {
   r.message = std::move(message);
   r.terminal = true;
   return r;
-}
-
-std::string self_executable() {
-  std::error_code ec;
-  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) fail("cannot find kh's own executable: {}", ec.message());
-  return p.string();
 }
 
 // compute-sanitizer writes "========= ERROR SUMMARY: N errors" when the process ends.
