@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "kh/check/checker.h"
 #include "kh/core/error.h"
 #include "kh/core/minifloat.h"
 #include "kh/gen/input_generator.h"
@@ -280,6 +281,25 @@ TEST(MoeInputs, AnExpertSliceMaterialisesAloneAndMatchesTheWholeTensor) {
   f.gen.fill_range("gemm1_weights", 0, expect, 0, 2 * per);
   EXPECT_EQ(std::memcmp(part.bytes() + per, expect.bytes() + per, per), 0);
   EXPECT_EQ(part.get(0), 0.0);  // expert 0 untouched
+}
+
+TEST(InputGenerator, AValueScalingVariantScalesTheAbsoluteTolerance) {
+  const Workload w = workload("scale", {{"total_seq_len", 3}, {"num_seqs", 2}, {"len_cu_seqlens", 3}});
+  Fixture extreme(kPrefill, w, {kDefaultSeed, "extreme"}), plain(kPrefill, w),
+      absent(kPrefill, w, {kDefaultSeed, "absent_state"});
+  EXPECT_EQ(extreme.gen.value_scale(), 1000.0);
+  EXPECT_EQ(plain.gen.value_scale(), 1.0);
+  EXPECT_EQ(absent.gen.value_scale(), 1.0);
+  // The values really are that much larger: the state's spread grows by the same factor.
+  auto spread = [](const InputSet& in) {
+    double s = 0;
+    const HostTensor& t = in.at("state");
+    for (std::int64_t i = 0; i < t.numel(); ++i) s += t.get(i) * t.get(i);
+    return std::sqrt(s / static_cast<double>(t.numel()));
+  };
+  EXPECT_NEAR(spread(extreme.gen.generate(0)) / spread(plain.gen.generate(0)), 1000.0, 100.0);
+  EXPECT_EQ(official_options(extreme.def, false, extreme.gen.value_scale()).tolerance.atol, 10.0);
+  EXPECT_EQ(official_options(extreme.def, false, extreme.gen.value_scale()).tolerance.rtol, 1e-2);
 }
 
 TEST(InputGenerator, UnknownVariantIsAnErrorListingTheKnownOnes) {

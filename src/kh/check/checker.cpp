@@ -63,9 +63,10 @@ CheckResult check_outputs(const Definition& def, const InputSet& inputs, const O
   fail("definition {}: no correctness policy", def.name);
 }
 
-CheckOptions official_options(const Definition& def, bool official) {
+CheckOptions official_options(const Definition& def, bool official, double value_scale) {
   CheckOptions options;
   options.tolerance = official_tolerance(def);
+  options.tolerance.atol *= value_scale;
   options.official = official;
   return options;
 }

@@ -36,7 +36,8 @@ CheckResult check_outputs(const Definition& def, const InputSet& inputs, const O
                           const OutputSet& solution, const CheckOptions& options);
 
 /// Options with the definition's official tolerance (tolerance.h); `official` selects the
-/// official rules alone (no kh relaxation).
-CheckOptions official_options(const Definition& def, bool official);
+/// official rules alone (no kh relaxation). `value_scale` is the input variant's
+/// (VariantInfo::value_scale): the absolute tolerance grows with the values it scales.
+CheckOptions official_options(const Definition& def, bool official, double value_scale = 1.0);
 
 }  // namespace kh

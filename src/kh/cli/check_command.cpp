@@ -54,7 +54,7 @@ void run(const Options& o) {
   const InputSet inputs = generate_call_inputs(gen, o.trial);
   const OutputSet reference = run_cpu_reference(def, gen.axes(), inputs);
   const OutputSet solution = load_solution_outputs(def, o.outputs);
-  const CheckOptions options = official_options(def, o.official);
+  const CheckOptions options = official_options(def, o.official, gen.value_scale());
   const CheckResult r = check_outputs(def, inputs, reference, solution, options);
 
   if (o.json) {

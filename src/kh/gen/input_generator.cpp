@@ -32,6 +32,13 @@ std::vector<VariantInfo> InputGenerator::variants(const Definition& def) {
   return op ? op->variants() : std::vector<VariantInfo>{};
 }
 
+double InputGenerator::value_scale() const {
+  if (!op_ || options_.variant.empty()) return 1.0;
+  for (const auto& v : op_->variants())
+    if (v.name == options_.variant) return v.value_scale;
+  return 1.0;
+}
+
 bool InputGenerator::is_structural(const std::string& input) const {
   return op_ && op_->is_structural(input);
 }

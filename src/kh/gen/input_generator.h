@@ -45,6 +45,9 @@ class InputGenerator {
   /// or nullopt if it comes from the workload, is a scalar or absent, or is drawn by host code.
   std::optional<DrawRecipe> recipe(const std::string& input, std::int64_t trial) const;
 
+  /// The value scale of this generator's variant (VariantInfo::value_scale; 1 for none).
+  double value_scale() const;
+
   /// Adversarial variants offered for a definition.
   static std::vector<VariantInfo> variants(const Definition& def);
 

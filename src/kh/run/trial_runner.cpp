@@ -99,7 +99,8 @@ TrialResult run_trial(MemoryBackend& backend, const CandidateLibrary& library,
                       const TrialOptions& options, const CallObserver& observer) {
   const Definition& def = generator.definition();
   const bool strict = !options.official;
-  const CheckOptions check_options = official_options(def, options.official);
+  const CheckOptions check_options =
+      official_options(def, options.official, generator.value_scale());
   TrialResult result;
 
   // On a GPU the inputs are drawn and the reference computed in device memory; elsewhere (or

@@ -37,7 +37,8 @@ class GdnInputs final : public OperatorInputs {
   std::vector<VariantInfo> variants() const override {
     std::vector<VariantInfo> v = {
         {"absent_state", "no initial state (state = None): the operator starts from zeros"},
-        {"extreme", "values and states x1e3, gate pre-activations with std 10 (g near 0 and 1)"},
+        {"extreme", "values and states x1e3, gate pre-activations with std 10 (g near 0 and 1)",
+         kExtremeValueScale},
     };
     if (prefill_)
       v.push_back({"zero_length", "some sequences have length 0 (their new_state must be zero)"});
