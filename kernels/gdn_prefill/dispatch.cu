@@ -1,0 +1,25 @@
+// Route choice for GDN prefill. One route today (chunked); its launch shape, the value slabs per
+// head, follows from the number of sequences alone, by the continuous rule in tuning.h. The
+// tokens per sequence live on the device (cu_seqlens) and are never read back: nothing here
+// synchronises, so the call stays CUDA-graph capturable.
+#include "dispatch.h"
+#include "route_chunked.cuh"
+
+namespace khk::gdn_prefill {
+
+int chunked_slabs(int64_t num_seqs) {
+  int slabs = 1;
+  while (slabs < kMaxSlabs && num_seqs * kVHeads * slabs < kMinCtas) slabs *= 2;
+  return slabs;
+}
+
+cudaError_t dispatch(const PrefillArgs& args, cudaStream_t stream) {
+  switch (chunked_slabs(args.num_seqs)) {
+    case 1: return launch_chunked<128>(args, stream);
+    case 2: return launch_chunked<64>(args, stream);
+    case 4: return launch_chunked<32>(args, stream);
+    default: return launch_chunked<16>(args, stream);
+  }
+}
+
+}  // namespace khk::gdn_prefill

@@ -1,0 +1,17 @@
+// The entry's view of the routes.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "gdn_prefill.cuh"
+
+namespace khk::gdn_prefill {
+
+/// Launches the prefill on `stream` by the route and launch shape the batch calls for. Returns
+/// the launch's error.
+cudaError_t dispatch(const PrefillArgs& args, cudaStream_t stream);
+
+/// The value slabs per head the chunked route uses for `num_seqs` sequences (1, 2, 4 or 8).
+int chunked_slabs(int64_t num_seqs);
+
+}  // namespace khk::gdn_prefill
