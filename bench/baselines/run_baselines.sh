@@ -16,7 +16,8 @@
 #
 # Usage: bench/baselines/run_baselines.sh OUT_DIR [DEFINITION...]   (default: all five)
 #   KH_TIMERS="cupti graph" (default) picks the timers; KH_WORKLOADS_STRIDE=k sweeps every k-th
-#   workload of each definition (default 1: the full official set); KH_BACKEND=cpu KH_TIMERS=wall
+#   workload of each definition (default 1: the full official set); KH_SWEEP_ARGS="..." adds kh sweep
+#   options (e.g. "--call-timeout 60" for peers whose first call autotunes); KH_BACKEND=cpu KH_TIMERS=wall
 #   rehearses the script without a GPU (the torch baselines then fail to load);
 #   KH_REFERENCE_UNTIMED="DEF..." leaves those definitions' PyTorch references out of the sweeps
 #   (default: GDN prefill); KH_CEILINGS=FILE (kh ceilings' output for this GPU) puts each
@@ -60,7 +61,7 @@ for def in "${definitions[@]}"; do
     name="${def}_${timer}"
     start=$(date +%s.%N)
     "$kh" sweep "${cands[@]}" -d "$def" --workloads "$workloads" --backend "$backend" --timing "$timer" \
-      --trials 1 "${ceilings[@]}" --cache "$cache" --logs "$out/logs" --store "$store" --json \
+      --trials 1 "${ceilings[@]}" ${KH_SWEEP_ARGS:-} --cache "$cache" --logs "$out/logs" --store "$store" --json \
       >"$out/sweep_$name.json" 2>"$out/sweep_$name.log"
     status=$?
     echo "$name $status $(python3 -c "import time; print(round(time.time() - $start, 1))")" |
