@@ -21,7 +21,6 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
-#include <atomic>
 #include <cstdint>
 
 #include "chunk_inverse.cuh"
@@ -517,21 +516,18 @@ __global__ void __launch_bounds__(kVS * 2, 1) chunked_prefill_kernel(PrefillArgs
 
 /// Launches the chunked route with value slabs of kVS columns: one CTA per (sequence, head,
 /// slab), CTA order (sequence, head, slab) so the slabs of a head share their K and Q in L2.
-/// The opt-in to more than 48 KB of shared memory is a property of the kernel, set once per
-/// device; cudaFuncSetAttribute is no stream operation, so a captured call may make it.
+/// Launches the chunked route with value slabs of kVS columns: one CTA per (sequence, head, slab).
+/// The opt-in to more than 48 KB of shared memory is set on every call: it is no stream operation
+/// (a captured call may make it) and costs the host a microsecond. A flag remembering it would be
+/// a template static, which the dynamic linker unifies across every loaded library that holds this
+/// kernel, so a second copy (kh gate loads two candidates in one process) would skip its own
+/// opt-in and fail to launch.
 template <int kVS>
 cudaError_t launch_chunked(const PrefillArgs& args, cudaStream_t stream) {
-  constexpr int kMaxDevices = 64;
-  static std::atomic<bool> opted_in[kMaxDevices] = {};
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return cudaGetLastError();
   const int bytes = ChunkSmem<kVS>::kBytes;
-  if (device < 0 || device >= kMaxDevices || !opted_in[device].load(std::memory_order_relaxed)) {
-    const cudaError_t e = cudaFuncSetAttribute(chunked_prefill_kernel<kVS>,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-    if (e != cudaSuccess) return e;
-    if (device >= 0 && device < kMaxDevices) opted_in[device].store(true, std::memory_order_relaxed);
-  }
+  const cudaError_t e = cudaFuncSetAttribute(chunked_prefill_kernel<kVS>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e != cudaSuccess) return e;
   const int64_t ctas = args.num_seqs * kVHeads * (kHeadSize / kVS);
   chunked_prefill_kernel<kVS><<<static_cast<unsigned>(ctas), kVS * 2, bytes, stream>>>(args);
   return cudaGetLastError();
