@@ -92,6 +92,21 @@ TEST(KnowledgeBase, NeverRepeatsAFailureInTheSameStateButDoesOnceTheStateChanged
   EXPECT_EQ(choose_direction(kb, s, archived).direction->name, "fewer_dependent_memory_levels");
 }
 
+TEST(KnowledgeBase, ADirectionForOtherDefinitionsIsPassedOver) {
+  const KnowledgeBase kb = load_knowledge_base(test::source_dir() / "knowledge/gdn.toml");
+  const BottleneckState s = state(Bottleneck::kOccupancyRegisters);
+  // Decode's tile-shape search comes first in the file, but it is for decode only.
+  EXPECT_EQ(choose_direction(kb, s, {}, "gdn_decode_qk4_v8_d128_k_last").direction->name,
+            "tile_shape_search");
+  const DirectionChoice prefill = choose_direction(kb, s, {}, "gdn_prefill_qk4_v8_d128_k_last");
+  ASSERT_TRUE(prefill.direction);
+  EXPECT_EQ(prefill.direction->name, "prefill_key_work_off_the_chain");
+  for (const auto& surface : prefill.direction->surfaces)
+    EXPECT_NE(surface.find("gdn_prefill"), std::string::npos) << surface;
+  // No definition given: every direction of the family is a candidate.
+  EXPECT_EQ(choose_direction(kb, s, {}).direction->name, "tile_shape_search");
+}
+
 TEST(KnowledgeBase, NoDirectionForAClassSaysSo) {
   const DirectionChoice c = choose_direction(attention(), state(Bottleneck::kComputeBound), {});
   EXPECT_FALSE(c.direction);
@@ -127,6 +142,10 @@ TEST(KnowledgeBase, MalformedFilesNameTheFileAndTheField) {
                    "[[direction]]\nname = \"a\"\nclasses = [\"spilling\"]\nhypothesis = \"h\"\n"
                    "min_headroom = 0.5\n",
                "'min_headroom'");
+  expect_error("family = \"f\"\nversion = 1\ndefinitions = [\"d\"]\n"
+               "[[direction]]\nname = \"a\"\nclasses = [\"spilling\"]\nhypothesis = \"h\"\n"
+               "definitions = [\"e\"]\n",
+               "\"e\" is not one of the family's definitions");
   expect_error("family = [\n", "kb.toml");
 }
 

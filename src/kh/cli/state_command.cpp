@@ -99,7 +99,7 @@ void run(const Options& o) {
   const ctl::BottleneckState state = ctl::classify(call, floor, empty);
   std::optional<ctl::DirectionChoice> choice;
   if (!o.knowledge.empty())
-    choice = ctl::choose_direction(ctl::load_knowledge_base(o.knowledge), state, {});
+    choice = ctl::choose_direction(ctl::load_knowledge_base(o.knowledge), state, {}, o.definition);
 
   if (o.json) {
     Json kernels = Json::array();

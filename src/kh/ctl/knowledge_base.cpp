@@ -69,17 +69,25 @@ KnowledgeBase load_knowledge_base(const std::filesystem::path& path) {
       d.min_headroom = *v;
     }
     d.surfaces = strings((*t)["surfaces"], here + ": surfaces");
+    d.definitions = strings((*t)["definitions"], here + ": definitions");
+    for (const auto& def : d.definitions)
+      if (std::find(kb.definitions.begin(), kb.definitions.end(), def) == kb.definitions.end())
+        fail("{}: definitions: \"{}\" is not one of the family's definitions", here, def);
     kb.directions.push_back(std::move(d));
   }
   return kb;
 }
 
 DirectionChoice choose_direction(const KnowledgeBase& kb, const BottleneckState& state,
-                                 const std::vector<RoundRecord>& history) {
+                                 const std::vector<RoundRecord>& history,
+                                 const std::string& definition) {
   DirectionChoice choice;
   const std::string signature = state.signature();
   for (const Direction& d : kb.directions) {
     if (std::find(d.classes.begin(), d.classes.end(), state.bottleneck) == d.classes.end())
+      continue;
+    if (!definition.empty() && !d.definitions.empty() &&
+        std::find(d.definitions.begin(), d.definitions.end(), definition) == d.definitions.end())
       continue;
     if (d.min_headroom && (!state.headroom || *state.headroom < *d.min_headroom)) {
       choice.skipped.push_back(fmt::format("{}: needs headroom >= {}, the call is at {}", d.name,

@@ -20,6 +20,7 @@ struct Direction {
   std::string hypothesis;              // what a round in this direction expects, and why
   std::optional<double> min_headroom;  // only when the call is at least this far from its floor
   std::vector<std::string> surfaces;   // files or routes it changes, for the brief
+  std::vector<std::string> definitions;  // the family's definitions it is for (empty: all of them)
 };
 
 struct KnowledgeBase {
@@ -38,9 +39,11 @@ struct DirectionChoice {
   std::vector<std::string> skipped;    // "name: why" for each applicable one passed over
 };
 
-/// The first direction of `kb` that addresses `state`, meets its preconditions and did not end in
-/// a reject or a failure in a round of `history` with the same state signature.
+/// The first direction of `kb` for `definition` (empty: any) that addresses `state`, meets its
+/// preconditions and did not end in a reject or a failure in a round of `history` with the same
+/// state signature.
 DirectionChoice choose_direction(const KnowledgeBase& kb, const BottleneckState& state,
-                                 const std::vector<RoundRecord>& history);
+                                 const std::vector<RoundRecord>& history,
+                                 const std::string& definition = "");
 
 }  // namespace kh::ctl
