@@ -5,6 +5,7 @@
 // paired gate.
 #include <fstream>
 #include <regex>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -25,15 +26,22 @@ class TuneCli : public ::testing::Test {
  protected:
   // The planted-fault GDN decode candidate with FAULT limited to slow, none and skip_element, in
   // that order, so the defaults (slow) are not the fastest.
-  fs::path candidate() {
-    const fs::path dir = dir_.path() / "cand";
+  // `pad_values` adds a param PAD the kernel ignores, so the space has 3 x pad_values
+  // configurations of which FAULT alone decides speed and correctness.
+  fs::path candidate(int pad_values = 0) {
+    const fs::path dir = dir_.path() / fmt::format("cand{}", pad_values);
     if (fs::exists(dir)) return dir;
     fs::create_directories(dir);
     const fs::path source = test::source_dir() / "tests/candidates/gdn_decode_cpp";
     fs::copy_file(source / "kernel.cpp", dir / "kernel.cpp");
     std::string manifest = read_text_file(source / "candidate.toml");
-    manifest = std::regex_replace(manifest, std::regex("FAULT = \\[.*\\]"),
-                                  "FAULT = [\"slow\", \"none\", \"skip_element\"]");
+    std::string params = "FAULT = [\"slow\", \"none\", \"skip_element\"]";
+    if (pad_values > 0) {
+      params += "\nPAD = [";
+      for (int i = 0; i < pad_values; ++i) params += fmt::format("{}\"{}\"", i ? ", " : "", i);
+      params += "]";
+    }
+    manifest = std::regex_replace(manifest, std::regex("FAULT = \\[.*\\]"), params);
     std::ofstream(dir / "candidate.toml") << manifest;
     return dir;
   }
@@ -49,11 +57,11 @@ class TuneCli : public ::testing::Test {
             << "\n";
     return path;
   }
-  test::CommandResult tune(const std::string& extra) {
+  test::CommandResult tune(const std::string& extra, int pad_values = 0) {
     return test::run_command(fmt::format(
         "{} tune {} --workloads {} --root {} --trials 1 --timing wall --warmup 0 --iterations 3 "
         "--timing-trials 1 --store {} --cache {} --logs {} {}",
-        KH_BINARY, candidate().string(), workloads().string(), test::source_dir().string(),
+        KH_BINARY, candidate(pad_values).string(), workloads().string(), test::source_dir().string(),
         (dir_.path() / "store").string(), (dir_.path() / "cache").string(),
         (dir_.path() / "logs").string(), extra));
   }
@@ -79,13 +87,56 @@ TEST_F(TuneCli, TextNamesTheGateCommandAndRefusesLargeGridsAndUntimedRuns) {
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("fastest: FAULT=none; gate it before adopting it"));
   EXPECT_THAT(r.out, HasSubstr("@FAULT=none --backend cpu --timing wall"));
-  const auto big = tune("--max-configs 2");
+  const auto big = tune("--search grid --max-configs 2");
   EXPECT_NE(big.status, 0);
   EXPECT_THAT(big.err, HasSubstr("3 configurations exceed --max-configs 2"));
+  EXPECT_THAT(big.err, HasSubstr("--search evolve"));
   const auto untimed =
       test::run_command(fmt::format("{} tune {}", KH_BINARY, candidate().string()));
   EXPECT_NE(untimed.status, 0);
   EXPECT_THAT(untimed.err, HasSubstr("give --timing"));
+}
+
+TEST_F(TuneCli, EvolvesLargeSpacesAndNeverMeasuresAConfigurationTwice) {
+  // 12 configurations, more than --max-configs: evolution, 2 generations of 6 children each,
+  // which must cover the 11 that are not the defaults without repeating one.
+  const auto r = tune("--json --max-configs 4 --generations 2 --population 6 --search-seed 7", 4);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j["search"], "evolve");
+  EXPECT_EQ(j["space"], 12);
+  ASSERT_EQ(j["generations"].size(), 2u);
+  EXPECT_EQ(j["generations"][0]["configurations"], 7) << "the defaults and 6 children";
+  std::set<std::string> measured;
+  for (const auto& c : j["configurations"]) {
+    const std::string key = c["params"].dump();
+    EXPECT_TRUE(measured.insert(key).second) << "measured twice: " << key;
+  }
+  EXPECT_EQ(measured.size(), 12u) << "the whole space, each configuration once";
+  EXPECT_EQ(j["winner"]["FAULT"], "none") << "slow is 2x slower, skip_element is incorrect";
+  for (const auto& c : j["configurations"])
+    if (c["params"]["FAULT"] == "skip_element") {
+      EXPECT_FALSE(c["complete"].get<bool>());
+    }
+  EXPECT_FALSE(j["winner_is_first"].get<bool>());
+}
+
+TEST_F(TuneCli, TheStoreSeedsTheNextSearch) {
+  const auto first = tune("--json --search evolve --generations 1 --population 3 --search-seed 3", 4);
+  ASSERT_EQ(first.status, 0) << first.err;
+  EXPECT_EQ(Json::parse(first.out)["stored_configurations"], 0);
+  // The first search's configurations (same sources and manifest) are in the store now: the
+  // second starts from them, the best of them re-measured in its first generation.
+  const auto second =
+      tune("--json --search evolve --generations 1 --population 3 --search-seed 4", 4);
+  ASSERT_EQ(second.status, 0) << second.err;
+  const Json j = Json::parse(second.out);
+  EXPECT_GE(j["stored_configurations"].get<int>(), 2);
+  const Json best_before = Json::parse(first.out)["configurations"][0]["params"];
+  bool remeasured = false;
+  for (const auto& c : j["configurations"]) remeasured = remeasured || c["params"] == best_before;
+  const Json defaults = {{"FAULT", "slow"}, {"PAD", "0"}};
+  EXPECT_TRUE(remeasured || best_before == defaults) << "the store's best joins the first generation";
 }
 
 TEST_F(TuneCli, GateReMeasuresAWinnerAgainstTheDefaults) {

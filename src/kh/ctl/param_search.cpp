@@ -1,6 +1,7 @@
 #include "kh/ctl/param_search.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
 
 #include "kh/core/error.h"
@@ -34,9 +35,9 @@ void require_allowed(const ParamSpec& p, const std::string& value, const std::st
 
 }  // namespace
 
-std::vector<ParamValues> param_grid(const Candidate& c, const std::vector<std::string>& fixed,
-                                    const std::vector<std::string>& only) {
-  std::map<std::string, std::vector<std::string>> choices;
+ParamChoices param_choices(const Candidate& c, const std::vector<std::string>& fixed,
+                           const std::vector<std::string>& only) {
+  ParamChoices choices;
   for (const auto& p : c.params) choices[p.name] = p.values;
   for (const auto& text : only) {
     auto [name, list] = split_assignment(text, "--values");
@@ -61,6 +62,22 @@ std::vector<ParamValues> param_grid(const Candidate& c, const std::vector<std::s
     require_allowed(spec_of(c, name, "--param"), value, "--param");
     choices[name] = {value};
   }
+  return choices;
+}
+
+std::size_t grid_size(const ParamChoices& choices) {
+  std::size_t n = 1;
+  for (const auto& [name, values] : choices) {
+    if (values.empty()) return 0;
+    if (n > SIZE_MAX / values.size()) return SIZE_MAX;
+    n *= values.size();
+  }
+  return n;
+}
+
+std::vector<ParamValues> param_grid(const Candidate& c, const std::vector<std::string>& fixed,
+                                    const std::vector<std::string>& only) {
+  ParamChoices choices = param_choices(c, fixed, only);
   std::vector<ParamValues> grid(1);
   for (const auto& p : c.params) {  // declaration order; the last varies fastest
     std::vector<ParamValues> next;

@@ -12,10 +12,19 @@
 
 namespace kh::ctl {
 
-/// Every configuration of `c`'s params: `fixed` ("NAME=value") pins a param, `only`
-/// ("NAME=a,b,...") keeps those of its allowed values. The all-defaults configuration (each
-/// param's first allowed value, unless pinned) comes first; the rest in declaration order, the
-/// last param varying fastest. Unknown names and values that are not allowed are errors.
+/// The values each of `c`'s params may take in a search: `fixed` ("NAME=value") pins a param,
+/// `only` ("NAME=a,b,...") keeps those of its allowed values, in the manifest's order (the first
+/// plays the default). Unknown names and values that are not allowed are errors.
+using ParamChoices = std::map<std::string, std::vector<std::string>>;
+ParamChoices param_choices(const Candidate& c, const std::vector<std::string>& fixed,
+                           const std::vector<std::string>& only);
+
+/// How many configurations `choices` spans (saturating at SIZE_MAX).
+std::size_t grid_size(const ParamChoices& choices);
+
+/// Every configuration of `c`'s params under param_choices(c, fixed, only). The all-defaults
+/// configuration (each param's first allowed value, unless pinned) comes first; the rest in
+/// declaration order, the last param varying fastest.
 std::vector<ParamValues> param_grid(const Candidate& c, const std::vector<std::string>& fixed,
                                     const std::vector<std::string>& only);
 
