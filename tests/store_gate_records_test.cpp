@@ -382,8 +382,8 @@ TEST(GateRecordsSchema, VersionOneDatabaseMigratesKeepingItsRows) {
     EXPECT_EQ(db.query_int("SELECT count(*) FROM sqlite_master WHERE name = 'decisions'"), 0);
   }
   ArtifactStore store(where);
-  EXPECT_EQ(store.schema_version(), 2);
-  EXPECT_EQ(database_schema_version(store.db()), 2);
+  EXPECT_EQ(store.schema_version(), newest_schema_version());
+  EXPECT_EQ(database_schema_version(store.db()), newest_schema_version());
   ASSERT_TRUE(store.candidate("abc"));
   EXPECT_EQ(store.candidate("abc")->name, "old");
   for (const char* table : {"noise_floors", "gates", "decisions"})
@@ -429,7 +429,7 @@ TEST_F(GateRecords, BundlesCarryTheRecordsAndWhatTheyReference) {
   store.put_decision(decision(c, "promote", "2026-02-03T00:00:00.000Z", a.hash));
 
   const std::string text = export_text(store);
-  EXPECT_EQ(Json::parse(text.substr(0, text.find('\n'))).at("schema"), 2);
+  EXPECT_EQ(Json::parse(text.substr(0, text.find('\n'))).at("schema"), newest_schema_version());
   // The gate records come after the evaluations, in dependency order.
   EXPECT_LT(text.find("\"t\":\"candidates\""), text.find("\"t\":\"noise_floors\""));
   EXPECT_LT(text.find("\"t\":\"noise_floors\""), text.find("\"t\":\"gates\""));
@@ -529,7 +529,7 @@ TEST(GateRecordsBundle, VersionOneBundleImportsIntoAVersionTwoStore) {
 
   test::ScopedTempDir dir;
   ArtifactStore store(StoreLocation{dir.path()});
-  ASSERT_EQ(store.schema_version(), 2);
+  ASSERT_EQ(store.schema_version(), newest_schema_version());
   const BundleImportStats stats = import_text(store, text);
   EXPECT_EQ(stats.blobs_added, 1);
   EXPECT_EQ(stats.rows_added(), 3);

@@ -4,17 +4,21 @@
 //   2. run the current agent command in a fresh work folder, rounds/<D>/<NNN>/work/: the brief on
 //      stdin and in $KH_BRIEF, a copy of --seed (the retained source, say) in $KH_SEED, and $KH_OUT
 //      for the candidate folders it hands back; killed with its process group after
-//      --agent-timeout (core/process.h). The store is kept out of its reach: snapshotted before and, if the agent
-//      changed it, restored (the round then fails: its candidates are not taken);
+//      --agent-timeout (core/process.h). The store is kept out of its reach: snapshotted before
+//      and, if the agent changed it, restored (the round then fails: its candidates are not taken);
 //   3. take only the candidate folders under $KH_OUT (a candidate.toml each), copied by content
 //      hash into rounds/<D>/<NNN>/candidates/<hash>/, and submit them (kh promote, --promote
-//      options); the time spent there counts against --budget;
+//      options); the time spent there counts against --budget. Notes the agent wrote to
+//      $KH_OUT/notes.md are recorded in the store for it (kh note's record), since it may not
+//      write the store itself;
 //   4. close the round: kh promote's best decision, or failed (crash, timeout, nothing handed
 //      back, store written) — recorded, never fatal to the loop;
 //   5. after a round the supervisor reads the history; any finding moves to the next --cmd (e.g.
 //      another model family).
-// Stops after --rounds rounds or once the budget is spent. Promotions are kh promote's own
-// decisions (no approval step yet).
+// Stops after --rounds rounds or once the budget is spent. With --approve (the default when a
+// person is at the terminal) a promotion kh promote grants waits for kh approve: the loop stops
+// there, the round left open, since every later round would be gated against a retained
+// candidate about to be replaced; run again, it closes the round with the answer and goes on.
 #include <chrono>
 #include <iostream>
 
@@ -26,6 +30,7 @@
 #include "kh/core/json_io.h"
 #include "kh/core/process.h"
 #include "kh/core/sha256.h"
+#include "kh/store/artifact_store.h"
 
 namespace kh::cli {
 namespace {
@@ -109,12 +114,63 @@ std::vector<std::string> take_candidates(const fs::path& out, const fs::path& ro
   return taken;
 }
 
+// $KH_OUT/notes.md, recorded as a note of the definition by the agent's command.
+bool record_agent_notes(const RoundOptions& ro, const fs::path& out, const std::string& command,
+                        const fs::path& round_dir) {
+  const fs::path file = out / "notes.md";
+  if (!fs::is_regular_file(file)) return false;
+  std::string text = read_text_file(file);
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) return false;
+  text = text.substr(0, text.find_last_not_of(" \t\r\n") + 1);
+  text = text.substr(text.find_first_not_of(" \t\r\n"));
+  NoteRecord n;
+  n.definition = ro.definition;
+  n.text = text;
+  n.reference = round_dir.string();
+  n.author = "kh agent: " + command;
+  open_store(ro.store)->put_note(n);
+  return true;
+}
+
+// The round's promotions waiting for a person: said on stderr, added to the summary.
+bool stop_for_approval(const RoundOptions& ro, const RoundManifest& m, const std::string& command,
+                       Json& summary) {
+  const auto waiting = awaiting_approval(ro, m);
+  if (waiting.empty()) return false;
+  Json pending = Json::array();
+  for (const Json& d : waiting) {
+    const std::string approve = approve_command(ro, d);
+    std::cerr << fmt::format(
+        "kh agent: round {} of {}: the promotion of {} waits for approval: {} (or --reject), "
+        "then run kh agent again to close the round and go on\n",
+        m.round, ro.definition, d.value("name", std::string("?")), approve);
+    pending.push_back({{"id", d.value("id", std::string())},
+                       {"candidate", d.value("candidate", std::string())},
+                       {"name", d.value("name", std::string())},
+                       {"reason", d.value("reason", std::string())},
+                       {"approve", approve}});
+  }
+  summary.push_back({{"round", m.round},
+                     {"agent", command},
+                     {"decision", "pending"},
+                     {"note", "waiting for approval"},
+                     {"pending", pending}});
+  return true;
+}
+
 void run(Options& o) {
   if (o.commands.empty()) fail("kh agent {}: give at least one --cmd", o.round.definition);
   if (o.rounds < 1) fail("--rounds {}: at least 1", o.rounds);
+  // Decided once, for every round: the terminal does not change during the loop.
+  const bool wait = promotions_wait_for_approval(o.round.approval);
+  o.round.approval = {wait, !wait};
+  if (wait)
+    std::cerr << "kh agent: promotions wait for a person's approval (kh approve; --no-approve "
+                 "turns it off)\n";
   std::size_t agent = 0;
   double spent_seconds = 0;
   Json summary = Json::array();
+  bool stopped_for_approval = false;
   for (int k = 0; k < o.rounds; ++k) {
     if (o.budget_minutes > 0 && spent_seconds >= o.budget_minutes * 60) {
       std::cerr << fmt::format("kh agent: the budget of {:g} GPU minutes is spent ({:.1f} s)\n",
@@ -126,6 +182,11 @@ void run(Options& o) {
     if (open && open->status == RoundStatus::kSubmitting)
       fail("kh agent: round {} of {} was interrupted while submitting; rerun: {}", open->round,
            ro.definition, open->submissions.back().command);
+    if (open && open->status == RoundStatus::kSubmitted &&
+        stop_for_approval(ro, *open, o.commands[agent], summary)) {
+      stopped_for_approval = true;
+      break;
+    }
     RoundManifest m = open ? *open : start_round(ro).manifest;
     const fs::path dir = round_folder(ro, m);
     std::string failure;
@@ -159,12 +220,16 @@ void run(Options& o) {
         failure = !a.ok() ? fmt::format("the agent failed (exit {}) and handed back nothing",
                                         exit_code)
                           : "the agent handed back no candidate";
+      // What a store writer wrote is gone, its notes with it; the others' notes are kept.
+      const bool noted =
+          !wrote_store && record_agent_notes(ro, work / "out", o.commands[agent], dir);
       m = ctl::load_round(dir);
       m.agent_runs.push_back({{"command", o.commands[agent]},
                               {"exit_code", exit_code},
                               {"timed_out", a.timed_out},
                               {"seconds", a.seconds},
                               {"wrote_store", wrote_store},
+                              {"notes", noted},
                               {"candidates", candidates}});
       ctl::save_round(dir, m);
       if (!candidates.empty()) {
@@ -172,6 +237,10 @@ void run(Options& o) {
         const auto t0 = Clock::now();
         m = submit_round(ro).manifest;
         spent_seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+        if (stop_for_approval(ro, m, o.commands[agent], summary)) {
+          stopped_for_approval = true;
+          break;
+        }
       }
     }
     ro.decision = "";
@@ -179,7 +248,9 @@ void run(Options& o) {
     for (const auto& s : m.submissions)
       for (const auto& d : s.decisions) {
         const std::string label = d.value("decision", std::string());
-        judged = judged || label == "promote" || label == "archive" || label == "reject";
+        // "pending": a promotion a person answered meanwhile; close_round takes the answer.
+        judged = judged || label == "promote" || label == "archive" || label == "reject" ||
+                 label == "pending";
       }
     if (!judged) {
       ro.decision = "failed";
@@ -204,6 +275,7 @@ void run(Options& o) {
   if (o.round.json)
     std::cout << Json{{"definition", o.round.definition},
                       {"rounds", summary},
+                      {"awaiting_approval", stopped_for_approval},
                       {"submission_seconds", spent_seconds}}
                      .dump(2)
               << "\n";
@@ -233,6 +305,7 @@ void add_agent_command(CLI::App& app) {
   cmd->add_option("--knowledge", o->round.knowledge, "knowledge base (default: the family's)");
   cmd->add_option("--promote", o->round.promote_options,
                   "kh promote's options, one string split at spaces");
+  add_approval_flags(cmd, o->round.approval);
   cmd->add_option("--rounds-dir", o->round.rounds_dir, "where rounds live")->capture_default_str();
   cmd->add_option("--root,--dataset", o->round.root, "dataset folder")->capture_default_str();
   add_store_option(cmd, o->round.store);

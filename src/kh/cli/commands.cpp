@@ -31,6 +31,8 @@ void register_commands(CLI::App& app) {
   add_gate_command(app);
   add_promote_command(app);
   add_retained_command(app);
+  add_approve_command(app);
+  add_note_command(app);
   add_state_command(app);
   add_tune_command(app);
   add_round_command(app);

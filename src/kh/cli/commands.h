@@ -28,6 +28,8 @@ void add_noise_command(CLI::App& app);
 void add_gate_command(CLI::App& app);
 void add_promote_command(CLI::App& app);
 void add_retained_command(CLI::App& app);
+void add_approve_command(CLI::App& app);
+void add_note_command(CLI::App& app);
 void add_state_command(CLI::App& app);
 void add_tune_command(CLI::App& app);
 void add_round_command(CLI::App& app);

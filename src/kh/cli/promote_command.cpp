@@ -5,8 +5,10 @@
 // in order of their representative estimate until one is promoted, and the rest are decided on
 // their representative evidence (not taken further once one was promoted). A definition without
 // a retained candidate takes one candidate: its first is judged on correctness and the replay.
-// Every gate and decision is stored as it is made. Exit status 0 when a candidate was promoted,
-// 3 otherwise.
+// Every gate and decision is stored as it is made. With --approve, a promotion the flow grants is
+// stored as pending instead (store/promotion_approval.h): no decision and no change of the
+// retained candidate until a person answers it with kh approve. Exit status 0 when a candidate
+// was promoted (or, with --approve, awaits approval), 3 otherwise.
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +24,7 @@
 #include "kh/cli/gate_records.h"
 #include "kh/cli/store_access.h"
 #include "kh/core/error.h"
+#include "kh/core/person.h"
 #include "kh/gate/gate_json.h"
 #include "kh/gate/promotion_flow.h"
 
@@ -38,6 +41,7 @@ struct Options {
   int replay_trials = kDefaultReplayTrials;
   int adversarial_trials = kDefaultReplayAdversarialTrials;
   std::uint64_t replay_seed = 0;  // 0: fresh
+  bool approve = false;           // a granted promotion waits for kh approve
   bool json = false;
   StoreOptions store;
   GateCliOptions g;
@@ -122,7 +126,7 @@ class Promotion {
       order = passing;
     }
 
-    std::optional<std::string> promoted;
+    std::optional<std::string> promoted;  // "NAME was promoted" or "NAME awaits approval"
     for (std::size_t i : order) {
       Contender& c = contenders[i];
       if (promoted) {
@@ -130,9 +134,9 @@ class Promotion {
         e.representative = c.representative;
         DecisionReport d = decide_promotion(e, request_.rules);
         if (d.decision == Decision::kReject) {
-          d.reason = fmt::format("reject: not taken further, {} was promoted in this round", *promoted);
+          d.reason = fmt::format("reject: not taken further, {} in this round", *promoted);
         } else {
-          d.reason += fmt::format(" ({} was promoted in this round)", *promoted);
+          d.reason += fmt::format(" ({} in this round)", *promoted);
         }
         decisions.push_back(record(c, d, Json()));
         continue;
@@ -140,7 +144,8 @@ class Promotion {
       const PromotionOutcome out = promote_one(c);
       decisions.push_back(
           record(c, out.decision, out.replay ? replay_json(*out.replay) : Json()));
-      if (out.decision.decision == Decision::kPromote) promoted = c.resolved.candidate.name;
+      if (out.decision.decision == Decision::kPromote)
+        promoted = c.resolved.candidate.name + (o_.approve ? " awaits approval" : " was promoted");
     }
     if (o_.json) std::cout << decisions.dump(2) << "\n";
     if (!promoted) set_exit_code(kExitNotPromoted);
@@ -202,19 +207,14 @@ class Promotion {
   }
 
   Json record(const Contender& c, const DecisionReport& d, const Json& replay) {
+    if (o_.approve && d.decision == Decision::kPromote) return record_pending(c, d, replay);
     DecisionRecord r;
     r.definition = def_.name;
     r.candidate = c.record.hash;
     r.against = against_.hash;
     r.decision = std::string(decision_name(d.decision));
     r.reason = d.reason;
-    r.evidence = decision_evidence_json(d);
-    if (!replay.is_null()) r.evidence["replay"] = replay;
-    r.evidence["min_effect"] = setup_.statistics.min_effect;
-    r.evidence["min_effect_source"] = setup_.min_effect_source;
-    r.evidence["gpu"] = setup_.gpu;
-    r.evidence["timing_method"] = setup_.method;
-    r.evidence["order_seed"] = setup_.run.order_seed;
+    r.evidence = evidence_json(d, replay);
     r.created_at = utc_timestamp();
     r.id = store_->put_decision(r);
     if (!o_.json) {
@@ -226,6 +226,47 @@ class Promotion {
     j["id"] = r.id;
     j["candidate"] = c.record.hash;
     j["name"] = c.resolved.candidate.name;
+    return j;
+  }
+
+  Json evidence_json(const DecisionReport& d, const Json& replay) const {
+    Json e = decision_evidence_json(d);
+    if (!replay.is_null()) e["replay"] = replay;
+    e["min_effect"] = setup_.statistics.min_effect;
+    e["min_effect_source"] = setup_.min_effect_source;
+    e["gpu"] = setup_.gpu;
+    e["timing_method"] = setup_.method;
+    e["order_seed"] = setup_.run.order_seed;
+    return e;
+  }
+
+  // --approve: the promotion as it would have been decided, kept pending for kh approve. In the
+  // JSON its "decision" is "pending" and "id" the pending promotion's (kh round reads both).
+  Json record_pending(const Contender& c, const DecisionReport& d, const Json& replay) {
+    PendingPromotionRecord r;
+    r.definition = def_.name;
+    r.candidate = c.record.hash;
+    r.against = against_.hash;
+    r.reason = d.reason;
+    r.evidence = evidence_json(d, replay);
+    r.requested_by = person_name();
+    r.created_at = utc_timestamp();
+    r.id = store_->put_pending_promotion(r);
+    const std::string approve = fmt::format("kh approve {} {}", def_.name, r.id.substr(0, 12));
+    if (!o_.json) {
+      std::cout << fmt::format("{}: pending approval: {}\n", c.resolved.candidate.name, r.reason);
+      for (const auto& line : d.evidence) std::cout << "  " << line << "\n";
+      std::cout << fmt::format(
+          "  pending promotion {} stored; the retained candidate is unchanged until `{}` (or "
+          "`{} --reject`)\n",
+          r.id.substr(0, 12), approve, approve);
+    }
+    Json j = r.evidence;
+    j["decision"] = "pending";
+    j["id"] = r.id;
+    j["candidate"] = c.record.hash;
+    j["name"] = c.resolved.candidate.name;
+    j["approve"] = approve;
     return j;
   }
 
@@ -262,6 +303,9 @@ void add_promote_command(CLI::App& app) {
                   "high-trial replay: trials per workload and adversarial variant")
       ->capture_default_str();
   cmd->add_option("--replay-seed", o->replay_seed, "replay input seed (default: drawn fresh)");
+  cmd->add_flag("--approve", o->approve,
+                "a promotion granted waits as pending until a person runs kh approve (the "
+                "retained candidate is unchanged until then)");
   cmd->add_flag("--json", o->json, "print the decisions as JSON");
   add_gate_cli_options(cmd, o->g);
   add_store_option(cmd, o->store);

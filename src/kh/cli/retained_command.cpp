@@ -3,7 +3,9 @@
 // that a candidate folder (the kernel library's kernels/<op>/) hashes to the retained candidate:
 // the test that keeps the library's source and the promotion record one truth (exit 3 if not;
 // exit 4 while a new operator awaits its first promotion: nothing of its definition was ever
-// promoted and this source was never judged, so there is no record it could contradict).
+// promoted and this source was never judged, so there is no record it could contradict). A
+// promotion pending approval (kh approve) is not retained: it is listed as such, and a source
+// that is only pending does not match.
 #include <iostream>
 
 #include <fmt/format.h>
@@ -40,6 +42,28 @@ Json decision_json(const DecisionRecord& d, const ArtifactStore& store) {
           {"evidence", d.evidence}};
 }
 
+Json pending_json(const PendingPromotionRecord& p, const ArtifactStore& store) {
+  const auto c = store.candidate(p.candidate);
+  return {{"id", p.id},
+          {"candidate", p.candidate},
+          {"name", c ? c->name : ""},
+          {"against", p.against},
+          {"reason", p.reason},
+          {"requested_by", p.requested_by},
+          {"created_at", p.created_at}};
+}
+
+// Said after the verdict: a promotion of the definition waits for a person.
+void print_pending(const std::vector<PendingPromotionRecord>& pending, const ArtifactStore& store,
+                   const std::string& definition) {
+  for (const auto& p : pending) {
+    const auto c = store.candidate(p.candidate);
+    std::cout << fmt::format("pending approval, not retained: {} ({}) since {}: kh approve {} {}\n",
+                             c ? c->name : "?", p.candidate.substr(0, 12), p.created_at, definition,
+                             p.id.substr(0, 12));
+  }
+}
+
 /// --source: the folder's candidate hash against the retained one's.
 void check_source(const Options& o, ArtifactStore& store,
                   const std::optional<DecisionRecord>& retained) {
@@ -54,13 +78,19 @@ void check_source(const Options& o, ArtifactStore& store,
   const std::optional<DecisionRecord> judged =  // the newest decision on this very source
       decisions.empty() ? std::nullopt : std::optional<DecisionRecord>(decisions.front());
   const bool pending = !retained && !judged;
+  std::vector<PendingPromotionRecord> waiting;  // promotions of this very source awaiting approval
+  for (const auto& p : store.pending_promotions(o.definition))
+    if (p.candidate == r.hash) waiting.push_back(p);
   if (o.json) {
+    Json approval = Json::array();
+    for (const auto& p : waiting) approval.push_back(pending_json(p, store));
     std::cout << Json{{"definition", o.definition},
                       {"source", o.source},
                       {"source_hash", r.hash},
                       {"retained", retained ? retained->candidate : ""},
                       {"matches", same},
-                      {"awaiting_first_promotion", pending}}
+                      {"awaiting_first_promotion", pending},
+                      {"pending_approval", approval}}
                      .dump(2)
               << "\n";
   } else if (same) {
@@ -84,6 +114,7 @@ void check_source(const Options& o, ArtifactStore& store,
         o.definition, o.source, r.hash.substr(0, 12), retained->candidate.substr(0, 12),
         retained->created_at);
   }
+  if (!o.json && !same) print_pending(waiting, store, o.definition);
   if (!same) set_exit_code(pending ? kExitNeverJudged : kExitNoneRetained);
 }
 
@@ -92,13 +123,17 @@ void run(const Options& o) {
   const auto retained = store->retained(o.definition);
   if (!o.source.empty()) return check_source(o, *store, retained);
   const auto decisions = store->decisions(o.definition);
+  const auto waiting = store->pending_promotions(o.definition);
   if (o.json) {
     Json recent = Json::array();
     for (std::size_t i = 0; i < decisions.size() && i < kRecentDecisions; ++i)
       recent.push_back(decision_json(decisions[i], *store));
+    Json approval = Json::array();
+    for (const auto& p : waiting) approval.push_back(pending_json(p, *store));
     std::cout << Json{{"definition", o.definition},
                       {"retained", retained ? decision_json(*retained, *store) : Json(nullptr)},
-                      {"recent_decisions", recent}}
+                      {"recent_decisions", recent},
+                      {"pending_approval", approval}}
                      .dump(2)
               << "\n";
   } else if (!retained) {
@@ -122,6 +157,7 @@ void run(const Options& o) {
                                decisions[i].candidate.substr(0, 12));
     }
   }
+  if (!o.json) print_pending(waiting, *store, o.definition);
   if (!retained) set_exit_code(kExitNoneRetained);
 }
 

@@ -6,9 +6,11 @@
 //           brief.md (ctl/round_brief.h); refused while the last round is open;
 //   resume  where the open round stands and the next step (an interrupted submission: the command
 //           to rerun);
-//   submit  kh promote on the candidates against the retained one, its decisions recorded;
+//   submit  kh promote on the candidates against the retained one, its decisions recorded; with
+//           --approve (the default at a terminal) a promotion it grants waits for kh approve;
 //   close   exactly one decision: the best submitted one, or --decision (failed when nothing could
-//           be judged).
+//           be judged); a pending promotion counts as a person answered it, and until one has,
+//           the round stays open.
 #include <iostream>
 
 #include "kh/cli/commands.h"
@@ -51,6 +53,7 @@ void add_round_command(CLI::App& app) {
 
   auto* r = round->add_subcommand("resume", "Where the last round stands and the next step");
   common(r, *o);
+  add_store_option(r, o->store);
   r->callback([o] { print(*o, resume_round(*o)); });
 
   auto* u = round->add_subcommand(
@@ -59,6 +62,7 @@ void add_round_command(CLI::App& app) {
   u->add_option("candidates", o->candidates, "candidate folders");
   u->add_option("--promote", o->promote_options,
                 "kh promote's options, one string split at spaces (\"--backend cuda --timing cupti\")");
+  add_approval_flags(u, o->approval);
   add_store_option(u, o->store);
   u->callback([o] { print(*o, submit_round(*o)); });
 
@@ -66,6 +70,7 @@ void add_round_command(CLI::App& app) {
   common(c, *o);
   c->add_option("--decision", o->decision, "promote, archive, reject or failed");
   c->add_option("--note", o->note, "why, for whoever reads the history");
+  add_store_option(c, o->store);
   c->callback([o] { print(*o, close_round(*o)); });
 }
 

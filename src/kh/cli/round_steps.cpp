@@ -87,20 +87,19 @@ ctl::BottleneckState state_from_json(const Json& j, const std::string& source) {
   return state;
 }
 
-void add_retained(const RoundOptions& o, const Dataset& ds, const Definition& def,
-                  RoundManifest& m, ctl::BriefInputs& in) {
-  auto store = open_store(o.store);
-  const auto retained = store->retained(o.definition);
+void add_retained(const RoundOptions& o, ArtifactStore& store, const Dataset& ds,
+                  const Definition& def, RoundManifest& m, ctl::BriefInputs& in) {
+  const auto retained = store.retained(o.definition);
   std::map<std::string, double> latencies;
   if (retained) {
-    const auto c = store->candidate(retained->candidate);
+    const auto c = store.candidate(retained->candidate);
     m.retained = {{"candidate", retained->candidate},
                   {"name", c ? c->name : ""},
                   {"since", retained->created_at},
                   {"reason", retained->reason}};
     if (c)
       for (const char* method : kTimingPreference) {
-        latencies = stored_latencies(*store, *c, method);
+        latencies = stored_latencies(store, *c, method);
         if (!latencies.empty()) {
           in.timing_method = method;
           break;
@@ -163,7 +162,7 @@ RoundStep start_round(const RoundOptions& o) {
     m.hypothesis = it->hypothesis;
     m.surfaces = it->surfaces;
   } else if (kb && state) {
-    in.choice = ctl::choose_direction(*kb, *state, history);
+    in.choice = ctl::choose_direction(*kb, *state, history, o.definition);
     if (in.choice->direction) {
       m.direction = in.choice->direction->name;
       m.hypothesis = in.choice->direction->hypothesis;
@@ -175,9 +174,16 @@ RoundStep start_round(const RoundOptions& o) {
                                         : "no knowledge base lists " + o.definition,
                                      {}};
   }
-  add_retained(o, ds, def, m, in);
+  const auto store = open_store(o.store);
+  add_retained(o, *store, ds, def, m, in);
+  // Reconnaissance: the store's notes (kh note), and the notes file of earlier rounds if any.
+  for (const NoteRecord& n : store->notes(o.definition))
+    in.recorded_notes.push_back({n.created_at, n.author, n.text, n.reference});
   const fs::path notes = fs::path(o.rounds_dir) / o.definition / "notes.md";
-  if (fs::exists(notes)) in.notes = read_text_file(notes);
+  if (fs::exists(notes)) {
+    in.notes = read_text_file(notes);
+    in.notes_path = notes.string();
+  }
 
   // The brief first, the manifest last: a round exists once its manifest does.
   const fs::path dir = ctl::round_dir(o.rounds_dir, o.definition, m.round);
@@ -213,6 +219,10 @@ RoundStep resume_round(const RoundOptions& o) {
     case RoundStatus::kSubmitted:
       next = fmt::format("kh round submit {} more candidates, or kh round close {}", o.definition,
                          o.definition);
+      for (const Json& d : awaiting_approval(o, m))
+        next = fmt::format("{} awaits approval: {} (or --reject), then kh round close {}",
+                           d.value("name", std::string("a candidate")), approve_command(o, d),
+                           o.definition);
       break;
     case RoundStatus::kClosed:
       next = fmt::format("closed ({}); kh round start {} begins round {}",
@@ -247,7 +257,45 @@ int decision_rank(const std::string& d) {  // higher is better
   return d == "promote" ? 3 : d == "archive" ? 2 : d == "reject" ? 1 : 0;
 }
 
+constexpr const char* kPending = "pending";  // kh promote --approve's label for a waiting promotion
+
+bool is_pending(const Json& d) {
+  return d.value("decision", std::string()) == kPending;
+}
+
+// The store's answer to a pending decision of the round; refuses an id the store does not know
+// (the round was submitted with another --store).
+std::optional<ApprovalRecord> answer_of(const ArtifactStore& store, const RoundOptions& o,
+                                        const Json& d) {
+  const std::string id = d.value("id", std::string());
+  if (!store.pending_promotion(id))
+    fail(
+        "kh round {}: pending promotion {} of {} is not in the store {} (submitted with another "
+        "--store?)",
+        o.definition, id.substr(0, 12), d.value("name", std::string("?")), o.store.dir);
+  return store.approval(id);
+}
+
 }  // namespace
+
+std::string approve_command(const RoundOptions& o, const Json& pending) {
+  return fmt::format(
+      "kh approve {} {}{}", o.definition, pending.value("id", std::string()).substr(0, 12),
+      o.store.dir == StoreOptions{}.dir ? "" : " --store " + shell_quote(o.store.dir));
+}
+
+std::vector<Json> awaiting_approval(const RoundOptions& o, const RoundManifest& m) {
+  std::vector<Json> waiting;
+  bool any = false;
+  for (const auto& s : m.submissions)
+    for (const auto& d : s.decisions) any = any || is_pending(d);
+  if (!any) return waiting;
+  const auto store = open_store(o.store);
+  for (const auto& s : m.submissions)
+    for (const auto& d : s.decisions)
+      if (is_pending(d) && !answer_of(*store, o, d)) waiting.push_back(d);
+  return waiting;
+}
 
 RoundStep submit_round(const RoundOptions& o) {
   RoundManifest m = require_open_round(o, "submit");
@@ -257,6 +305,8 @@ RoundStep submit_round(const RoundOptions& o) {
   argv.insert(argv.end(), o.candidates.begin(), o.candidates.end());
   std::istringstream words(o.promote_options);
   for (std::string w; words >> w;) argv.push_back(w);
+  const bool wait = promotions_wait_for_approval(o.approval);
+  if (wait) argv.push_back("--approve");
   argv.insert(argv.end(), {"--store", o.store.dir, "--json"});
   ctl::RoundSubmission s;
   s.candidates = o.candidates;
@@ -281,16 +331,20 @@ RoundStep submit_round(const RoundOptions& o) {
   last.decisions = decisions;
   for (const auto& d : decisions)
     if (d.value("decision", std::string()) == "promote" ||
-        d.value("decision", std::string()) == "archive")
+        d.value("decision", std::string()) == "archive" || is_pending(d))
       if (const auto g = gain_of(d); g && (!last.gain || *g > *last.gain)) last.gain = g;
   m.status = RoundStatus::kSubmitted;
   ctl::save_round(dir, m);
-  std::string text = fmt::format("round {} of {}: submitted {} candidate(s)\n", m.round,
-                                 o.definition, o.candidates.size());
-  for (const auto& d : decisions)
+  std::string text =
+      fmt::format("round {} of {}: submitted {} candidate(s){}\n", m.round, o.definition,
+                  o.candidates.size(), wait ? ", promotions waiting for approval" : "");
+  std::string approvals;
+  for (const auto& d : decisions) {
     text += fmt::format("  {}: {} — {}\n", d.value("name", std::string("?")),
                         d.value("decision", std::string("?")), d.value("reason", std::string()));
-  text += fmt::format("  next: kh round close {}\n", o.definition);
+    if (is_pending(d)) approvals += fmt::format("{} (or --reject), then ", approve_command(o, d));
+  }
+  text += fmt::format("  next: {}kh round close {}\n", approvals, o.definition);
   return {m, text, {}};
 }
 
@@ -299,6 +353,25 @@ RoundStep close_round(const RoundOptions& o) {
   if (m.status == RoundStatus::kSubmitting)
     fail("kh round close {}: round {}'s submission was interrupted; rerun it first: {}",
          o.definition, m.round, m.submissions.back().command);
+  // A pending promotion takes the answer a person gave it; without one the round cannot close.
+  std::unique_ptr<ArtifactStore> store;
+  for (auto& s : m.submissions)
+    for (auto& d : s.decisions) {
+      if (!is_pending(d)) continue;
+      if (!store) store = open_store(o.store);
+      const auto answer = answer_of(*store, o, d);
+      if (!answer)
+        fail(
+            "kh round close {}: round {}'s promotion of {} waits for approval: {} (or --reject), "
+            "then close",
+            o.definition, m.round, d.value("name", std::string("?")), approve_command(o, d));
+      d["decision"] = answer->approved ? "promote" : "reject";
+      d["approval"] = {{"approved", answer->approved},
+                       {"by", answer->decided_by},
+                       {"at", answer->created_at},
+                       {"note", answer->note},
+                       {"decision", answer->decision}};
+    }
   std::string best;
   std::optional<double> gain;
   for (const auto& s : m.submissions)

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kh/cli/approval_flags.h"
 #include "kh/cli/store_access.h"
 #include "kh/ctl/round_manifest.h"
 #include "kh/ctl/supervisor.h"
@@ -19,6 +20,7 @@ struct RoundOptions {
   std::vector<std::string> candidates;
   bool json = false;
   StoreOptions store;
+  ApprovalFlags approval;  // submit: whether a promotion kh promote grants waits for kh approve
 };
 
 struct RoundStep {
@@ -32,11 +34,21 @@ std::optional<ctl::RoundManifest> open_round(const RoundOptions& o);
 /// Refused while the last round is open.
 RoundStep start_round(const RoundOptions& o);
 RoundStep resume_round(const RoundOptions& o);
-/// kh promote on o.candidates with o.promote_options (split at spaces); its decisions recorded in
-/// the open round, its progress in promote-N.log beside the manifest.
+/// kh promote on o.candidates with o.promote_options (split at spaces), with --approve when
+/// promotions wait for approval (o.approval); its decisions recorded in the open round (a
+/// promotion waiting for approval as "pending", with its pending id), its progress in
+/// promote-N.log beside the manifest.
 RoundStep submit_round(const RoundOptions& o);
-/// The best submitted decision, or o.decision (never better than kh promote judged).
+/// The best submitted decision, or o.decision (never better than kh promote judged). A pending
+/// promotion counts as the answer a person gave it in the store (kh approve): approved, promote;
+/// rejected, reject. Refused while one has no answer yet.
 RoundStep close_round(const RoundOptions& o);
+
+/// The round's submitted decisions that are promotions still waiting for a person's answer in the
+/// store (kh promote's JSON of each).
+std::vector<Json> awaiting_approval(const RoundOptions& o, const ctl::RoundManifest& m);
+/// "kh approve D ID" for a pending decision of a round.
+std::string approve_command(const RoundOptions& o, const Json& pending);
 
 /// rounds_dir/<definition>/<NNN> of the manifest's round.
 std::filesystem::path round_folder(const RoundOptions& o, const ctl::RoundManifest& m);

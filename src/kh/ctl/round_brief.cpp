@@ -1,5 +1,7 @@
 #include "kh/ctl/round_brief.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace kh::ctl {
@@ -121,21 +123,55 @@ void history(std::string& out, const BriefInputs& in) {
   out += "\n";
 }
 
-void plan(std::string& out, const RoundManifest& r) {
+// Continuation lines of a list item indented under it.
+std::string list_item(const std::string& text) {
+  std::string out;
+  for (char c : text) out += c == '\n' ? std::string("\n  ") : std::string(1, c);
+  return out;
+}
+
+void reconnaissance(std::string& out, const RoundManifest& r, const BriefInputs& in) {
   out += "## Reconnaissance\n\n";
-  out += "Read how DeepGEMM, FlashMLA, FlashInfer, fla and CUTLASS solve the problem before "
-         "writing yours; record what you learn in `rounds/" +
-         r.definition + "/notes.md` (facts and numbers, not their code).\n\n";
+  const auto& notes = in.recorded_notes;
+  if (!notes.empty()) {
+    const std::size_t shown = std::min(notes.size(), kBriefNotesShown);
+    out += fmt::format("Recorded with `kh note` ({}oldest first):\n\n",
+                       shown < notes.size()
+                           ? fmt::format("the newest {} of {}, `kh note {} --list` has all; ",
+                                         shown, notes.size(), r.definition)
+                           : std::string());
+    for (std::size_t i = notes.size() - shown; i < notes.size(); ++i) {
+      const BriefNote& n = notes[i];
+      out += fmt::format("- {} ({}): {}", n.created_at.substr(0, 10), n.author, list_item(n.text));
+      if (!n.reference.empty()) out += fmt::format(" — <{}>", n.reference);
+      out += "\n";
+    }
+    out += "\n";
+  }
+  if (!in.notes.empty()) out += fmt::format("From `{}`:\n\n{}\n\n", in.notes_path, in.notes);
+  if (notes.empty() && in.notes.empty()) out += "Nothing recorded yet.\n\n";
+  out += fmt::format(
+      "Read how DeepGEMM, FlashMLA, FlashInfer, fla and CUTLASS solve the problem before writing "
+      "yours, and record what you learn (facts and numbers, not their code) with `kh note {0} "
+      "\"TEXT\" --ref URL-or-path`. Run by `kh agent`, the store is out of your reach: write the "
+      "notes to `$KH_OUT/notes.md` instead and kh agent records them.\n\n",
+      r.definition);
+}
+
+void plan(std::string& out, const RoundManifest& r) {
   out += "## How the round is judged\n\n";
   out += fmt::format(
       "1. `kh eval CAND --backend cuda --trials 100` and the extra shapes "
       "(`tests/data/extra_shapes/{0}.jsonl`) under every `--variant`: correct everywhere first.\n"
-      "2. `kh round submit {0} CAND... --promote \"--backend cuda --timing cupti\"`: kh promote gates each "
-      "candidate against the retained one (paired, interleaved, against the noise floor) and "
-      "replays the winner at 100 trials.\n"
+      "2. `kh round submit {0} CAND... --promote \"--backend cuda --timing cupti\"`: kh promote "
+      "gates each candidate against the retained one (paired, interleaved, against the noise "
+      "floor) and replays the winner at 100 trials. With approval on (`--approve`, the default "
+      "when a person is at the terminal) a promotion it grants waits as **pending** until a "
+      "person answers it with `kh approve {0} ID` (or `--reject`); until then the retained "
+      "candidate is unchanged and the round stays open.\n"
       "3. `kh round close {0}`: exactly one decision —\n"
       "   - **promote**: faster over the full distribution, no regime below the allowed loss, "
-      "clean replay; it becomes the retained candidate;\n"
+      "clean replay (and approved, where approval is on); it becomes the retained candidate;\n"
       "   - **archive**: a regime-local win kept for dispatch;\n"
       "   - **reject**: not faster, or slower somewhere it must not be;\n"
       "   - **failed**: no candidate could be judged (did not build, incorrect, crashed).\n"
@@ -152,7 +188,7 @@ std::string render_brief(const RoundManifest& r, const BriefInputs& in) {
   state(out, r);
   direction(out, r, in);
   history(out, in);
-  if (!in.notes.empty()) out += "## Notes so far\n\n" + in.notes + "\n\n";
+  reconnaissance(out, r, in);
   plan(out, r);
   return out;
 }

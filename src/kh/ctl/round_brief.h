@@ -25,6 +25,18 @@ struct BriefRegime {
   std::optional<double> retained_mean_seconds;  // its mean latency in the regime
 };
 
+/// A reconnaissance note recorded with `kh note` (store/records.h NoteRecord).
+struct BriefNote {
+  std::string created_at;  // ISO 8601 UTC
+  std::string author;
+  std::string text;
+  std::string reference;  // URL or path, "" when none
+};
+
+/// At most this many notes go into a brief, the newest; the rest are counted and left to
+/// `kh note D --list` (a brief is read whole by an agent with a bounded context).
+inline constexpr std::size_t kBriefNotesShown = 40;
+
 struct BriefInputs {
   const Definition* definition = nullptr;
   std::string definition_path;  // the JSON file whose reference is the authority
@@ -33,7 +45,9 @@ struct BriefInputs {
   std::vector<BriefRegime> regimes;
   std::optional<DirectionChoice> choice;  // null when the direction was given by hand
   std::vector<SupervisorFinding> findings;
-  std::string notes;  // rounds/<definition>/notes.md, the reconnaissance so far
+  std::vector<BriefNote> recorded_notes;  // the store's notes on the definition, oldest first
+  std::string notes;       // rounds/<definition>/notes.md, the reconnaissance kept as a file
+  std::string notes_path;  // where `notes` came from
 };
 
 std::string render_brief(const RoundManifest& round, const BriefInputs& in);

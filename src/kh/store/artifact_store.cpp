@@ -8,6 +8,7 @@
 #include "kh/core/error.h"
 #include "kh/core/sha256.h"
 #include "kh/gpu/sample_stats.h"
+#include "kh/store/artifact_store_impl.h"
 #include "kh/store/blob_store.h"
 #include "kh/store/gate_rows.h"
 #include "kh/store/schema.h"
@@ -33,19 +34,6 @@ void add_field(Sha256& hash, std::string_view name, std::string_view value) {
 }
 
 }  // namespace
-
-struct ArtifactStore::Impl {
-  StoreLocation where;
-  SqliteDb db;
-  BlobStore blobs;
-  int version;
-
-  explicit Impl(const StoreLocation& w)
-      : where(w),
-        db(w.database(), [](SqliteDb& d) { refuse_newer_schema(d); }),
-        blobs(w.blobs()),
-        version(migrate_schema(db)) {}
-};
 
 ArtifactStore::ArtifactStore(const StoreLocation& where) : impl_(std::make_unique<Impl>(where)) {}
 ArtifactStore::~ArtifactStore() = default;

@@ -107,6 +107,23 @@ class ArtifactStore {
   /// later put wins.
   std::optional<DecisionRecord> retained(const std::string& definition) const;
 
+  // Records of schema version 3 (controller_store.cpp): promotions waiting for a person, the
+  // answers they got, reconnaissance notes. Puts fill `created_at`, then `id`, when empty
+  // (records.h pending_promotion_id / note_id), are idempotent and return the id; candidates first.
+  std::string put_pending_promotion(const PendingPromotionRecord& r);
+  std::optional<PendingPromotionRecord> pending_promotion(const std::string& id) const;
+  /// Pending promotions of this definition ("" for any), oldest first; with `unanswered`, only
+  /// those that have no approval yet (the ones still waiting).
+  std::vector<PendingPromotionRecord> pending_promotions(const std::string& definition = "",
+                                                         bool unanswered = true) const;
+  /// Records a person's answer; the decision it names must be stored already (a foreign key
+  /// checks it). The same answer again is a no-op; a different answer to an answered promotion
+  /// is refused. See store/promotion_approval.h, which writes both in one transaction.
+  void put_approval(const ApprovalRecord& r);
+  std::optional<ApprovalRecord> approval(const std::string& pending) const;
+  std::string put_note(const NoteRecord& r);
+  std::vector<NoteRecord> notes(const std::string& definition) const;  // oldest first
+
   /// Bundles already imported (by content hash), so memory/ is imported once.
   bool bundle_imported(const std::string& hash) const;
   void mark_bundle_imported(const std::string& hash, const std::string& source);

@@ -8,15 +8,19 @@
 //   {"t":"blob","h":"<sha256 hex>","created_at":"...","b64":"<base64 bytes>"}
 // then rows as {"t":"<table>","r":{<column>: <value>, ...}} for definitions, workloads,
 // candidates, candidate_sources, builds, environments, ceilings, sweeps, sweep_items,
-// evaluations, and (store schema 2 on) noise_floors, gates and decisions, in that order. A row is
-// the table's columns as stored (schema.cpp), JSON text columns as strings; a non-finite REAL is
-// "Infinity" or "-Infinity" (NaN is null, as stored). "schema" is the exporting store's version:
-// a bundle of an older schema (1: no gate records) imports into a newer store unchanged.
+// evaluations, (store schema 2 on) noise_floors, gates and decisions, and (schema 3 on)
+// pending_promotions, approvals and reconnaissance_notes, in that order. A row is the table's
+// columns as stored (schema.cpp), JSON text columns as strings; a non-finite REAL is "Infinity"
+// or "-Infinity" (NaN is null, as stored). "schema" is the exporting store's version: a bundle of
+// an older schema (1: no gate records; 2: no pending promotions or notes) imports into a newer
+// store unchanged.
 //
 // Import is idempotent and all-or-nothing: one transaction per bundle, rows inserted unless their
 // identity exists (sweep items merged by ArtifactStore::put_sweep_item's rule; a sweep's
-// finished_at filled in when the bundle has it), blob hashes verified. A bundle of a newer format
-// version or store schema is refused.
+// finished_at filled in when the bundle has it), blob hashes verified. A promotion waiting for
+// approval travels pending and its answer (approval + decision) travels after it; a decision
+// answering a promotion the importing store has answered otherwise is skipped, so each keeps
+// one final decision. A bundle of a newer format version or store schema is refused.
 #pragma once
 
 #include <filesystem>
@@ -39,9 +43,10 @@ struct BundleExportOptions {
   /// blobs, sweep, definition, workload) is included however old it is.
   std::string since;
   /// Only these sweeps: their items and evaluations and what those reference. Empty: all rows.
-  /// Noise floors, gates and decisions belong to no sweep: with sweeps chosen none is exported;
-  /// without, every one recorded since `since` is, with the candidates (and their blobs),
-  /// environments and definitions it names.
+  /// Noise floors, gates, decisions, pending promotions, approvals and notes belong to no sweep:
+  /// with sweeps chosen none is exported; without, every one recorded since `since` is (and the
+  /// pending promotion and decision a new approval names, however old), with the candidates (and
+  /// their blobs), environments and definitions it names.
   std::vector<std::string> sweeps;
 };
 

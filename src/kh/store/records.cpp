@@ -142,4 +142,22 @@ std::string decision_id(const DecisionRecord& r) {
                         {"created_at", r.created_at}});
 }
 
+std::string pending_promotion_id(const PendingPromotionRecord& r) {
+  return identity_hash({{"definition", r.definition},
+                        {"candidate", r.candidate},
+                        {"against", r.against},
+                        {"reason", r.reason},
+                        {"evidence", r.evidence},
+                        {"requested_by", r.requested_by},
+                        {"created_at", r.created_at}});
+}
+
+std::string note_id(const NoteRecord& r) {
+  return identity_hash({{"definition", r.definition},
+                        {"text", r.text},
+                        {"reference", r.reference},
+                        {"author", r.author},
+                        {"created_at", r.created_at}});
+}
+
 }  // namespace kh

@@ -159,6 +159,43 @@ struct DecisionRecord {
   std::string created_at;          // ISO 8601 UTC, filled by put when empty
 };
 
+/// A promotion kh promote granted that waits for a person (`kh promote --approve`, schema version
+/// 3): the decision it would have been, kept out of `decisions` so the retained candidate does
+/// not change until `kh approve` turns it into exactly one final decision (an ApprovalRecord and
+/// the DecisionRecord it names). `id` hashes every other field (pending_promotion_id).
+struct PendingPromotionRecord {
+  std::string id;                  // filled by put when empty, as NoiseFloorRecord::id
+  std::string definition;          // the definition the candidate implements
+  std::string candidate;           // candidates.hash
+  std::string against;             // the retained candidate it was gated against, "" if none
+  std::string reason;              // kh promote's promote reason ("promote: +2.8 % [...] ...")
+  Json evidence = Json::object();  // the would-be decision's evidence, as DecisionRecord's
+  std::string requested_by;        // who ran kh promote: "user@host"
+  std::string created_at;          // ISO 8601 UTC, filled by put when empty
+};
+
+/// A person's answer to a pending promotion: approved (its decision is "promote") or rejected
+/// ("reject"). Its identity is the pending promotion: one answer each, by the schema.
+struct ApprovalRecord {
+  std::string pending;   // pending_promotions.id
+  std::string decision;  // decisions.id of the final decision this answer recorded
+  bool approved = false;
+  std::string decided_by;  // "user@host"
+  std::string note;        // why, "" when none was given
+  std::string created_at;  // ISO 8601 UTC, the decision's created_at
+};
+
+/// A reconnaissance note on a definition (`kh note`, schema version 3): what was learned and
+/// where, read back into the next round's brief. `id` hashes every other field (note_id).
+struct NoteRecord {
+  std::string id;          // filled by put when empty, as NoiseFloorRecord::id
+  std::string definition;  // the definition it is about
+  std::string text;
+  std::string reference;   // a URL or a path, "" when none
+  std::string author;      // "user@host", or the agent command that handed it back
+  std::string created_at;  // ISO 8601 UTC, filled by put when empty
+};
+
 enum class SweepItemState { kPending, kPassed, kFailed };
 
 struct SweepItem {
@@ -190,5 +227,7 @@ std::string evaluation_id(const EvaluationRecord& e);
 std::string noise_floor_id(const NoiseFloorRecord& r);
 std::string gate_id(const GateRecord& r);
 std::string decision_id(const DecisionRecord& r);
+std::string pending_promotion_id(const PendingPromotionRecord& r);
+std::string note_id(const NoteRecord& r);
 
 }  // namespace kh

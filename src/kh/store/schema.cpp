@@ -213,13 +213,58 @@ CREATE INDEX decisions_by_candidate ON decisions(candidate, created_at);
 CREATE INDEX decisions_by_time ON decisions(created_at);
 )sql";
 
+// Version 3: the controller's records that involve a person (issue 12). A promotion waiting for
+// approval is not a decision: `pending_promotions` keeps what kh promote would have decided, and
+// `approvals` the one answer each may get (its primary key is the pending promotion), naming the
+// one final decision it wrote to `decisions` (UNIQUE: a decision answers one request). The
+// retained candidate stays "the newest promote decision", so a pending promotion is never
+// retained. `reconnaissance_notes` are `kh note`'s (named so, not "notes": a database of someone
+// else may have a table of that name, and a migration must not collide with it). Versions 1-2's
+// conventions hold.
+const char* const kVersion3 = R"sql(
+CREATE TABLE pending_promotions (
+  id TEXT PRIMARY KEY,
+  definition TEXT NOT NULL,
+  candidate TEXT NOT NULL REFERENCES candidates(hash),
+  against TEXT REFERENCES candidates(hash),
+  reason TEXT NOT NULL,
+  evidence TEXT NOT NULL,
+  requested_by TEXT NOT NULL,
+  created_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX pending_promotions_by_definition ON pending_promotions(definition, created_at);
+CREATE INDEX pending_promotions_by_time ON pending_promotions(created_at);
+
+CREATE TABLE approvals (
+  pending TEXT PRIMARY KEY REFERENCES pending_promotions(id),
+  decision TEXT NOT NULL UNIQUE REFERENCES decisions(id),
+  approved INTEGER NOT NULL CHECK (approved IN (0, 1)),
+  decided_by TEXT NOT NULL,
+  note TEXT NOT NULL,
+  created_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX approvals_by_time ON approvals(created_at);
+
+CREATE TABLE reconnaissance_notes (
+  id TEXT PRIMARY KEY,
+  definition TEXT NOT NULL,
+  text TEXT NOT NULL,
+  reference TEXT NOT NULL,
+  author TEXT NOT NULL,
+  created_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX reconnaissance_notes_by_definition ON reconnaissance_notes(definition, created_at);
+CREATE INDEX reconnaissance_notes_by_time ON reconnaissance_notes(created_at);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& schema_migrations() {
-  // Append only: version 3 is one more entry here.
+  // Append only: version 4 is one more entry here.
   static const std::vector<Migration> kMigrations = {
       {1, "artifact store tables", kVersion1},
       {2, "gate records", kVersion2},
+      {3, "pending promotions, approvals and reconnaissance notes", kVersion3},
   };
   return kMigrations;
 }
