@@ -302,6 +302,9 @@ void add_agent_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "a candidate folder copied into each work folder ($KH_SEED)");
   cmd->add_option("--state", o->round.state_file, "kh state --json for each round's start");
+  cmd->add_option("--profile", o->round.profile,
+                  "a stored kh profile for each round's start instead of --state (latest: the "
+                  "retained candidate's newest)");
   cmd->add_option("--knowledge", o->round.knowledge, "knowledge base (default: the family's)");
   cmd->add_option("--promote", o->round.promote_options,
                   "kh promote's options, one string split at spaces");

@@ -7,7 +7,10 @@
 //      timeline's kernels kept (the last ones: the reference's kernels and earlier calls are not
 //      the candidate's call), parsed as kh state parses them, and the bottleneck state.
 // With ncu missing or unable to read counters, the timeline still comes out and the message says
-// why. --out DIR keeps profile.json and ncu.csv (what kh state and kh round start read).
+// why. --out DIR keeps profile.json and ncu.csv (what kh state and kh round start read). The
+// profile is also recorded in the store (its files as blobs; --no-store skips it), where kh round
+// start --profile takes its state from; --record DIR records one made elsewhere (a GPU machine's
+// --out folder) without profiling, and --list shows the stored ones.
 #include <cxxabi.h>
 #include <unistd.h>
 
@@ -20,6 +23,7 @@
 #include "kh/cli/candidate_arg.h"
 #include "kh/cli/commands.h"
 #include "kh/cli/eval_options.h"
+#include "kh/cli/store_access.h"
 #include "kh/core/error.h"
 #include "kh/core/json_io.h"
 #include "kh/core/process.h"
@@ -29,6 +33,7 @@
 #include "kh/gpu/timing_config.h"
 #include "kh/run/worker_client.h"
 #include "kh/spec/dataset.h"
+#include "kh/store/artifact_store.h"
 
 namespace kh::cli {
 namespace {
@@ -43,10 +48,74 @@ struct Options {
   std::string candidate, definition, workload, workloads_file, ncu = "ncu", out, cache = ".kh/builds";
   std::string root = ".";
   std::vector<std::string> params;
+  std::string record;  // --record DIR: a profile folder made elsewhere
   double floor_us = 0;
   int device = 0;
-  bool no_ncu = false, json = false;
+  bool no_ncu = false, json = false, no_store = false, list = false;
+  StoreOptions store;
 };
+
+// Records a profile (profile.json as written, ncu.csv when Nsight Compute ran) in the store:
+// the files as blobs, the row for listing and for kh round start --profile. Returns its id.
+std::string store_profile(const Options& o, const ResolvedCandidate& c, const Json& profile,
+                          const std::string& ncu_csv, const std::string& where) {
+  const Json& state = profile.value("state", Json());
+  if (!state.is_object() || !state.contains("bottleneck") || !state.contains("signature"))
+    fail("{}: state: expected kh profile's state with bottleneck and signature", where);
+  auto store = open_store(o.store);
+  ProfileRecord r;
+  r.definition = profile.at("definition").get<std::string>();
+  r.candidate = candidate_record(*store, c).hash;
+  r.workload = profile.at("workload").get<std::string>();
+  r.gpu = profile.value("environment", Json::object()).value("gpu", std::string());
+  r.span_seconds = profile.value("span_seconds", 0.0);
+  r.bottleneck = state.at("bottleneck").get<std::string>();
+  r.signature = state.at("signature").get<std::string>();
+  r.profile_blob = store->put_blob(profile.dump(2) + "\n");
+  if (!ncu_csv.empty()) r.ncu_blob = store->put_blob(ncu_csv);
+  return store->put_profile(r);
+}
+
+// --list: the store's profiles, newest first.
+void list_profiles(const Options& o) {
+  auto store = open_store(o.store);
+  const auto profiles = store->profiles(o.definition);
+  if (o.json) {
+    Json rows = Json::array();
+    for (const auto& p : profiles) {
+      const auto c = store->candidate(p.candidate);
+      rows.push_back({{"id", p.id},
+                      {"definition", p.definition},
+                      {"candidate", p.candidate},
+                      {"candidate_name", c ? c->name : ""},
+                      {"workload", p.workload},
+                      {"gpu", p.gpu},
+                      {"span_seconds", p.span_seconds},
+                      {"bottleneck", p.bottleneck},
+                      {"signature", p.signature},
+                      {"has_ncu", !p.ncu_blob.empty()},
+                      {"created_at", p.created_at}});
+    }
+    std::cout << rows.dump(2) << "\n";
+    return;
+  }
+  if (profiles.empty()) {
+    std::cout << "no stored profiles" << (o.definition.empty() ? "" : " of " + o.definition)
+              << " (kh profile CAND -w W records one)\n";
+    return;
+  }
+  std::cout << fmt::format("{:<12}  {:<20}  {:<24}  {:<36}  {:>9}  {}\n", "id", "created",
+                           "candidate", "workload", "span us", "state");
+  for (const auto& p : profiles) {
+    const auto c = store->candidate(p.candidate);
+    std::cout << fmt::format("{:<12}  {:<20}  {:<24}  {:<36}  {:>9.2f}  {}{}\n", p.id.substr(0, 12),
+                             p.created_at.substr(0, 19),
+                             ((c ? c->name : std::string("?")) + " " + p.candidate.substr(0, 8))
+                                 .substr(0, 24),
+                             p.workload, p.span_seconds * 1e6, p.signature,
+                             p.ncu_blob.empty() ? " (timeline only)" : "");
+  }
+}
 
 // CUPTI names kernels by their mangled symbol; people and ncu's -k read the function's own name.
 std::string demangled(const std::string& name) {
@@ -123,6 +192,12 @@ std::pair<std::string, std::string> run_ncu(const Options& o, const std::string&
 }
 
 void run(const Options& o) {
+  if (o.list) {
+    list_profiles(o);
+    return;
+  }
+  if (o.candidate.empty() || o.workload.empty())
+    fail("kh profile: give a candidate folder and -w WORKLOAD (or --list)");
   const Dataset ds = Dataset::open(o.root);
   const ResolvedCandidate c = resolve_candidate_arg(o.candidate, o.params, o.definition, o.cache);
   if (!c.build.ok) fail("kh profile {}: the build failed:\n{}", o.candidate, c.build.log);
@@ -131,6 +206,24 @@ void run(const Options& o) {
       pick_workloads(select_workloads(ds, def, o.workloads_file), {o.workload}, def.name);
   const Workload& w = picked.at(0).second;
   const std::string index = std::to_string(picked.at(0).first);
+  if (!o.record.empty()) {
+    const fs::path dir(o.record);
+    const fs::path file = dir / "profile.json";
+    const Json profile = read_json_file(file);
+    for (const auto& [field, expected] :
+         {std::pair<std::string, std::string>{"definition", def.name}, {"workload", w.uuid}})
+      if (profile.value(field, std::string()) != expected)
+        fail("{}: {}: {} is not {} (the candidate's definition and -w {})", file.string(), field,
+             profile.value(field, Json()).dump(), expected, o.workload);
+    const fs::path csv = dir / "ncu.csv";
+    const std::string id = store_profile(o, c, profile, fs::exists(csv) ? read_text_file(csv) : "",
+                                         file.string());
+    if (o.json)
+      std::cout << Json{{"profile", id}, {"recorded", file.string()}}.dump(2) << "\n";
+    else
+      std::cout << fmt::format("recorded {} as profile {}\n", file.string(), id.substr(0, 12));
+    return;
+  }
   const fs::path out = o.out.empty() ? fs::temp_directory_path() / fmt::format("kh-profile-{}", getpid())
                                      : fs::path(o.out);
   fs::create_directories(out);
@@ -198,6 +291,11 @@ void run(const Options& o) {
                    {"headroom", state.headroom ? Json(*state.headroom) : Json(nullptr)},
                    {"signature", state.signature()}}}};
   write_text_file_atomic(out / "profile.json", result.dump(2) + "\n");
+  const std::string stored =
+      o.no_store ? "" : store_profile(o, c, result,
+                                      ncu_error.empty() ? read_text_file(out / "ncu.csv") : "",
+                                      (out / "profile.json").string());
+  if (!stored.empty()) result["stored_profile"] = stored;
   if (o.json) {
     std::cout << result.dump(2) << "\n";
     return;
@@ -218,6 +316,9 @@ void run(const Options& o) {
                            state.dominant_kernel, state.evidence);
   std::cout << "written: " << (out / "profile.json").string()
             << (ncu_error.empty() ? " and " + (out / "ncu.csv").string() : "") << "\n";
+  if (!stored.empty())
+    std::cout << fmt::format("stored as profile {} (kh round start {} --profile latest)\n",
+                             stored.substr(0, 12), def.name);
 }
 
 }  // namespace
@@ -226,8 +327,8 @@ void add_profile_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
       "profile", "One call's CUPTI timeline and Nsight Compute metrics, and its bottleneck state");
-  cmd->add_option("candidate", o->candidate, "candidate folder (folder@NAME=value)")->required();
-  cmd->add_option("--workload,-w", o->workload, "the workload (uuid or index)")->required();
+  cmd->add_option("candidate", o->candidate, "candidate folder (folder@NAME=value)");
+  cmd->add_option("--workload,-w", o->workload, "the workload (uuid or index)");
   cmd->add_option("--definition,-d", o->definition, "the definition (default: the candidate's)");
   cmd->add_option("--workloads", o->workloads_file, "workloads JSONL file (default: the dataset's)");
   cmd->add_option("--param", o->params, "compile-time parameter NAME=value (repeatable)");
@@ -238,6 +339,11 @@ void add_profile_command(CLI::App& app) {
   cmd->add_flag("--no-ncu", o->no_ncu, "the timeline alone");
   cmd->add_option("--floor-us", o->floor_us, "the workload's roofline floor, for the headroom");
   cmd->add_option("--out", o->out, "folder for profile.json and ncu.csv (default: a temporary one)");
+  cmd->add_option("--record", o->record,
+                  "record this folder's profile.json (and ncu.csv) in the store instead of profiling");
+  cmd->add_flag("--list", o->list, "the store's profiles (of --definition), newest first");
+  cmd->add_flag("--no-store", o->no_store, "do not record the profile in the store");
+  add_store_option(cmd, o->store);
   cmd->add_flag("--json", o->json, "print as JSON");
   cmd->callback([o] { run(*o); });
 }

@@ -45,6 +45,9 @@ void add_round_command(CLI::App& app) {
   auto* s = round->add_subcommand("start", "Open the next round: state, direction, brief.md");
   common(s, *o);
   s->add_option("--state", o->state_file, "kh state PROFILE.csv --json output of the retained candidate");
+  s->add_option("--profile", o->profile,
+                "a stored kh profile instead of --state: latest (the retained candidate's newest) "
+                "or an id prefix");
   s->add_option("--direction", o->direction, "take this knowledge-base direction instead");
   s->add_option("--knowledge", o->knowledge, "knowledge base (default: knowledge/ of the family)");
   s->add_option("--root,--dataset", o->root, "dataset folder")->capture_default_str();

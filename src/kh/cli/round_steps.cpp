@@ -75,6 +75,31 @@ std::optional<ctl::KnowledgeBase> knowledge_for(const RoundOptions& o) {
 }
 
 // kh state --json's output as the state the knowledge base reads.
+// The stored profile `which` names for a round of `definition`: "latest" is the newest profile of
+// the retained candidate (the one a round improves), else the definition's newest; anything else
+// a profile id or a unique prefix of one.
+ProfileRecord chosen_profile(const ArtifactStore& store, const std::string& definition,
+                             const std::string& which) {
+  const std::vector<ProfileRecord> all = store.profiles(definition);
+  if (all.empty())
+    fail("kh round start {} --profile {}: the store has no profile of {} (kh profile CAND -w W "
+         "records one)",
+         definition, which, definition);
+  if (which == "latest") {
+    if (const auto retained = store.retained(definition))
+      for (const auto& p : all)
+        if (p.candidate == retained->candidate) return p;
+    return all.front();
+  }
+  std::vector<const ProfileRecord*> hits;
+  for (const auto& p : all)
+    if (p.id.rfind(which, 0) == 0) hits.push_back(&p);
+  if (hits.size() != 1)
+    fail("kh round start {} --profile {}: {} stored profiles of {} match (kh profile --list {})",
+         definition, which, hits.size(), definition, definition);
+  return *hits[0];
+}
+
 ctl::BottleneckState state_from_json(const Json& j, const std::string& source) {
   const JsonCursor root(j, source);
   const JsonCursor s = root.at("state");
@@ -144,9 +169,20 @@ RoundStep start_round(const RoundOptions& o) {
   in.findings = ctl::supervise(history, kSupervisorMinEffect);
 
   std::optional<ctl::BottleneckState> state;
-  if (!o.state_file.empty()) {
-    const Json j = read_json_file(o.state_file);
-    state = state_from_json(j, o.state_file);
+  if (!o.state_file.empty() && !o.profile.empty())
+    fail("kh round start {}: give --state or --profile, not both", o.definition);
+  if (!o.state_file.empty() || !o.profile.empty()) {
+    std::string source = o.state_file;
+    Json j;
+    if (!o.profile.empty()) {
+      auto store = open_store(o.store);
+      const ProfileRecord p = chosen_profile(*store, o.definition, o.profile);
+      source = "stored profile " + p.id.substr(0, 12);
+      j = parse_json(store->blob(p.profile_blob), source);
+    } else {
+      j = read_json_file(o.state_file);
+    }
+    state = state_from_json(j, source);
     m.state = {{"state", j.at("state")}};
     if (j.contains("kernels")) m.state["kernels"] = j.at("kernels");
     m.signature = state->signature();

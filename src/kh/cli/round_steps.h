@@ -16,6 +16,7 @@ namespace kh::cli {
 
 struct RoundOptions {
   std::string definition, state_file, direction, knowledge, decision, note, promote_options;
+  std::string profile;  // start: "latest" or a stored profile's id (prefix), instead of state_file
   std::string rounds_dir = "rounds", root = ".";
   std::vector<std::string> candidates;
   bool json = false;

@@ -124,6 +124,15 @@ class ArtifactStore {
   std::string put_note(const NoteRecord& r);
   std::vector<NoteRecord> notes(const std::string& definition) const;  // oldest first
 
+  // Profiles of schema version 4 (profile_store.cpp): `kh profile`'s calls, their files as blobs
+  // (put them first). put_profile fills created_at, then id, when empty; the same profile.json of
+  // the same candidate and workload again returns the stored id.
+  std::string put_profile(const ProfileRecord& r);
+  std::optional<ProfileRecord> profile(const std::string& id) const;
+  /// Profiles of this definition ("" for any) and candidate ("" for any), newest first.
+  std::vector<ProfileRecord> profiles(const std::string& definition = "",
+                                      const std::string& candidate = "") const;
+
   /// Bundles already imported (by content hash), so memory/ is imported once.
   bool bundle_imported(const std::string& hash) const;
   void mark_bundle_imported(const std::string& hash, const std::string& source);

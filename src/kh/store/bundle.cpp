@@ -32,7 +32,7 @@ constexpr TableInfo kRowTables[] = {
     {"builds", "id"},         {"environments", "hash"},      {"ceilings", "hash"},
     {"sweeps", "id"},         {"evaluations", "id"},         {"noise_floors", "id"},
     {"gates", "id"},          {"decisions", "id"},           {"pending_promotions", "id"},
-    {"approvals", "pending"}, {"reconnaissance_notes", "id"}};
+    {"approvals", "pending"}, {"reconnaissance_notes", "id"}, {"profiles", "id"}};
 constexpr const char* kChildTables[] = {"candidate_sources", "sweep_items"};
 
 bool is_importable_table(const std::string& t) {

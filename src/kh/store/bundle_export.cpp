@@ -29,6 +29,7 @@ struct RecordTableInfo {
   const char* name;
   std::vector<const char*> candidate_columns;
   const char* also = nullptr;
+  std::vector<const char*> blob_columns = {};  // blobs the row names, which must travel with it
 };
 const RecordTableInfo kRecordTables[] = {
     {"noise_floors", {"candidate"}},
@@ -40,7 +41,8 @@ const RecordTableInfo kRecordTables[] = {
      {"candidate", "against"},
      "id IN (SELECT pending FROM approvals WHERE created_at >= ?1)"},
     {"approvals", {}},
-    {"reconnaissance_notes", {}}};
+    {"reconnaissance_notes", {}},
+    {"profiles", {"candidate"}, nullptr, {"profile_blob", "ncu_blob"}}};
 
 std::string line_text(const Json& j) {
   return j.dump(-1, ' ', false, nlohmann::detail::error_handler_t::replace);
@@ -206,6 +208,7 @@ class Exporter {
                      info.name, {o_.since});
         for (const Json& r : rows) {
           for (const char* column : info.candidate_columns) add(candidates_, r.at(column));
+          for (const char* column : info.blob_columns) add(blobs_, r.value(column, Json()));
           add(environments_, r.value("environment", Json()));
           add(definitions_, r.value("definition", Json()));
         }

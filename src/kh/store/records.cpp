@@ -160,4 +160,17 @@ std::string note_id(const NoteRecord& r) {
                         {"created_at", r.created_at}});
 }
 
+std::string profile_id(const ProfileRecord& r) {
+  return identity_hash({{"definition", r.definition},
+                        {"candidate", r.candidate},
+                        {"workload", r.workload},
+                        {"gpu", r.gpu},
+                        {"span_seconds", r.span_seconds},
+                        {"bottleneck", r.bottleneck},
+                        {"signature", r.signature},
+                        {"profile_blob", r.profile_blob},
+                        {"ncu_blob", r.ncu_blob},
+                        {"created_at", r.created_at}});
+}
+
 }  // namespace kh

@@ -196,6 +196,24 @@ struct NoteRecord {
   std::string created_at;  // ISO 8601 UTC, filled by put when empty
 };
 
+/// One call profiled by `kh profile` (schema version 4): the CUPTI timeline and Nsight Compute
+/// metrics of a candidate on a workload, and the bottleneck state kh read from them. The files
+/// themselves are blobs (profile.json, and ncu.csv when Nsight Compute ran); the columns are
+/// what listing and choosing a profile need. `id` hashes every other field (profile_id).
+struct ProfileRecord {
+  std::string id;           // filled by put when empty
+  std::string definition;
+  std::string candidate;    // CandidateRecord::hash
+  std::string workload;     // uuid
+  std::string gpu;          // the device's name, "" when the profile does not say
+  double span_seconds = 0;  // the call's span on the timeline
+  std::string bottleneck;   // ctl bottleneck class name
+  std::string signature;    // the state's signature (class@dominant kernel)
+  std::string profile_blob; // blob hash of profile.json
+  std::string ncu_blob;     // blob hash of ncu.csv, "" without Nsight Compute
+  std::string created_at;   // ISO 8601 UTC, filled by put when empty
+};
+
 enum class SweepItemState { kPending, kPassed, kFailed };
 
 struct SweepItem {
@@ -229,5 +247,6 @@ std::string gate_id(const GateRecord& r);
 std::string decision_id(const DecisionRecord& r);
 std::string pending_promotion_id(const PendingPromotionRecord& r);
 std::string note_id(const NoteRecord& r);
+std::string profile_id(const ProfileRecord& r);
 
 }  // namespace kh

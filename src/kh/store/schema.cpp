@@ -257,14 +257,36 @@ CREATE INDEX reconnaissance_notes_by_definition ON reconnaissance_notes(definiti
 CREATE INDEX reconnaissance_notes_by_time ON reconnaissance_notes(created_at);
 )sql";
 
+// Version 4: kh profile's calls. The files are blobs; the columns are what listing and choosing
+// a profile need (newest of a candidate, its state signature). Versions 1-3's conventions hold.
+const char* const kVersion4 = R"sql(
+CREATE TABLE profiles (
+  id TEXT PRIMARY KEY,
+  definition TEXT NOT NULL,
+  candidate TEXT NOT NULL REFERENCES candidates(hash),
+  workload TEXT NOT NULL,
+  gpu TEXT NOT NULL,
+  span_seconds REAL NOT NULL,
+  bottleneck TEXT NOT NULL,
+  signature TEXT NOT NULL,
+  profile_blob TEXT NOT NULL REFERENCES blobs(hash),
+  ncu_blob TEXT REFERENCES blobs(hash),
+  created_at TEXT NOT NULL
+) STRICT;
+CREATE INDEX profiles_by_definition ON profiles(definition, created_at);
+CREATE INDEX profiles_by_candidate ON profiles(candidate, created_at);
+CREATE INDEX profiles_by_time ON profiles(created_at);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& schema_migrations() {
-  // Append only: version 4 is one more entry here.
+  // Append only: version 5 is one more entry here.
   static const std::vector<Migration> kMigrations = {
       {1, "artifact store tables", kVersion1},
       {2, "gate records", kVersion2},
       {3, "pending promotions, approvals and reconnaissance notes", kVersion3},
+      {4, "profiles", kVersion4},
   };
   return kMigrations;
 }
