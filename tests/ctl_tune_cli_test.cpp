@@ -69,7 +69,7 @@ class TuneCli : public ::testing::Test {
 };
 
 TEST_F(TuneCli, RanksEveryConfigurationAndNamesTheWinner) {
-  const auto r = tune("--json");
+  const auto r = tune("--json --no-gate");
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   const Json j = Json::parse(r.out);
   ASSERT_EQ(j["configurations"].size(), 3u);
@@ -83,11 +83,11 @@ TEST_F(TuneCli, RanksEveryConfigurationAndNamesTheWinner) {
 }
 
 TEST_F(TuneCli, TextNamesTheGateCommandAndRefusesLargeGridsAndUntimedRuns) {
-  const auto r = tune("");
+  const auto r = tune("--no-gate");
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("fastest: FAULT=none; gate it before adopting it"));
   EXPECT_THAT(r.out, HasSubstr("@FAULT=none --backend cpu --timing wall"));
-  const auto big = tune("--search grid --max-configs 2");
+  const auto big = tune("--no-gate --search grid --max-configs 2");
   EXPECT_NE(big.status, 0);
   EXPECT_THAT(big.err, HasSubstr("3 configurations exceed --max-configs 2"));
   EXPECT_THAT(big.err, HasSubstr("--search evolve"));
@@ -100,7 +100,7 @@ TEST_F(TuneCli, TextNamesTheGateCommandAndRefusesLargeGridsAndUntimedRuns) {
 TEST_F(TuneCli, EvolvesLargeSpacesAndNeverMeasuresAConfigurationTwice) {
   // 12 configurations, more than --max-configs: evolution, 2 generations of 6 children each,
   // which must cover the 11 that are not the defaults without repeating one.
-  const auto r = tune("--json --max-configs 4 --generations 2 --population 6 --search-seed 7", 4);
+  const auto r = tune("--json --no-gate --max-configs 4 --generations 2 --population 6 --search-seed 7", 4);
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   const Json j = Json::parse(r.out);
   EXPECT_EQ(j["search"], "evolve");
@@ -122,13 +122,13 @@ TEST_F(TuneCli, EvolvesLargeSpacesAndNeverMeasuresAConfigurationTwice) {
 }
 
 TEST_F(TuneCli, TheStoreSeedsTheNextSearch) {
-  const auto first = tune("--json --search evolve --generations 1 --population 3 --search-seed 3", 4);
+  const auto first = tune("--json --no-gate --search evolve --generations 1 --population 3 --search-seed 3", 4);
   ASSERT_EQ(first.status, 0) << first.err;
   EXPECT_EQ(Json::parse(first.out)["stored_configurations"], 0);
   // The first search's configurations (same sources and manifest) are in the store now: the
   // second starts from them, the best of them re-measured in its first generation.
   const auto second =
-      tune("--json --search evolve --generations 1 --population 3 --search-seed 4", 4);
+      tune("--json --no-gate --search evolve --generations 1 --population 3 --search-seed 4", 4);
   ASSERT_EQ(second.status, 0) << second.err;
   const Json j = Json::parse(second.out);
   EXPECT_GE(j["stored_configurations"].get<int>(), 2);
@@ -151,7 +151,8 @@ TEST_F(TuneCli, GateReMeasuresAWinnerAgainstTheDefaults) {
   ASSERT_TRUE(j["gate"].is_object()) << r.err;
   EXPECT_EQ(j["gate"]["overall"]["verdict"], "win");
   EXPECT_GT(j["gate"]["overall"]["objective"]["lo"].get<double>(), 1.1);
-  const auto text = tune("--gate --gate-options '--rounds 3 --pairs 6 --gate-warmup 1 --trials 1'");
+  // Gating is the default: no --gate needed.
+  const auto text = tune("--gate-options '--rounds 3 --pairs 6 --gate-warmup 1 --trials 1'");
   ASSERT_EQ(text.status, 0) << text.err;
   EXPECT_THAT(text.out, HasSubstr("gated against the first configuration (fresh samples, paired): win"));
 }

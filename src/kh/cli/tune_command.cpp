@@ -5,10 +5,10 @@
 // over the workloads, counting only configurations correct and timed on all of them. A space
 // larger than --max-configs is searched by evolution instead (--search evolve, the default for
 // them under --search auto; tune_evolution.h): generations of bred configurations, each swept
-// with the incumbent. The winner is not promoted here. With --gate, a winner other than the defaults is re-measured against them
-// in a paired, interleaved kh gate (fresh samples; --gate-options adds gate flags), and its
-// verdict is printed with the ranking; the kh promote command that would adopt it is printed in
-// any case. Exit 0 when some configuration passed everywhere, 3 otherwise.
+// with the incumbent. The winner is not promoted here: a winner other than the defaults is
+// re-measured against them in a paired, interleaved kh gate (fresh samples; --gate-options adds
+// gate flags; --no-gate skips it), and its verdict is printed with the ranking; the kh promote
+// command that would adopt it is printed in any case. Exit 0 when some configuration passed everywhere, 3 otherwise.
 #include <unistd.h>
 
 #include <algorithm>
@@ -49,7 +49,7 @@ struct Options {
   int max_configs = kDefaultMaxConfigs;
   int generations = kDefaultGenerations, population = kDefaultPopulation;
   std::uint64_t search_seed = 1;
-  bool json = false, gate = false;
+  bool json = false, gate = true;  // every winner other than the defaults is gated (--no-gate)
   StoreOptions store;
   EvalCliOptions e;
 };
@@ -385,8 +385,9 @@ void add_tune_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--workloads", o->workloads_file,
                   "workloads JSONL file (default: the dataset's)");
-  cmd->add_flag("--gate", o->gate,
-                "re-measure a winner other than the defaults against them in a paired kh gate");
+  cmd->add_flag("--gate,!--no-gate", o->gate,
+                "re-measure a winner other than the defaults against them in a paired kh gate "
+                "(the default; --no-gate only ranks)");
   cmd->add_option("--gate-options", o->gate_options,
                   "more kh gate flags for --gate, one string (\"--rounds 4 --pairs 8\")");
   cmd->add_flag("--json", o->json, "print the ranking as JSON");
