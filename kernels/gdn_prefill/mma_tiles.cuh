@@ -83,6 +83,19 @@ __device__ __forceinline__ void split_bf16x2(float x0, float x1, uint32_t& hi, u
   lo = pack_bf16x2(x0 - hf.x, x1 - hf.y);
 }
 
+/// Two adjacent accumulator tiles (columns 8j .. 8j + 15) as the next MMA's A fragment, split into
+/// bf16 hi and lo: the accumulator-to-A reuse of the header. s0, s1 scale the first tile's column
+/// pair (2c, 2c+1), s2, s3 the second's.
+__device__ __forceinline__ void split_a_fragment(const float (&left)[4], const float (&right)[4],
+                                                 uint32_t (&hi)[4], uint32_t (&lo)[4],
+                                                 float s0 = 1.f, float s1 = 1.f, float s2 = 1.f,
+                                                 float s3 = 1.f) {
+  split_bf16x2(left[0] * s0, left[1] * s1, hi[0], lo[0]);
+  split_bf16x2(left[2] * s0, left[3] * s1, hi[1], lo[1]);
+  split_bf16x2(right[0] * s2, right[1] * s3, hi[2], lo[2]);
+  split_bf16x2(right[2] * s2, right[3] * s3, hi[3], lo[3]);
+}
+
 __device__ __forceinline__ uint32_t to_tf32(float x) {
   uint32_t r;
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));

@@ -396,10 +396,7 @@ __global__ void __launch_bounds__(kVS * 2, 1) chunked_prefill_kernel(PrefillArgs
 #pragma unroll
     for (int ks = 0; ks < kHeadSize / 16; ++ks) {
       uint32_t m_hi[4], m_lo[4];
-      split_bf16x2(M[2 * ks][0], M[2 * ks][1], m_hi[0], m_lo[0]);
-      split_bf16x2(M[2 * ks][2], M[2 * ks][3], m_hi[1], m_lo[1]);
-      split_bf16x2(M[2 * ks + 1][0], M[2 * ks + 1][1], m_hi[2], m_lo[2]);
-      split_bf16x2(M[2 * ks + 1][2], M[2 * ks + 1][3], m_hi[3], m_lo[3]);
+      split_a_fragment(M[2 * ks], M[2 * ks + 1], m_hi, m_lo);
 #pragma unroll
       for (int p = 0; p < 4; ++p) {
         if (p >= tiles) continue;
@@ -432,10 +429,7 @@ __global__ void __launch_bounds__(kVS * 2, 1) chunked_prefill_kernel(PrefillArgs
     for (int ks = 0; ks < 4; ++ks) {
       if (ks >= tiles) continue;
       uint32_t a_hi[4], a_lo[4];
-      split_bf16x2(vn[2 * ks][0], vn[2 * ks][1], a_hi[0], a_lo[0]);
-      split_bf16x2(vn[2 * ks][2], vn[2 * ks][3], a_hi[1], a_lo[1]);
-      split_bf16x2(vn[2 * ks + 1][0], vn[2 * ks + 1][1], a_hi[2], a_lo[2]);
-      split_bf16x2(vn[2 * ks + 1][2], vn[2 * ks + 1][3], a_hi[3], a_lo[3]);
+      split_a_fragment(vn[2 * ks], vn[2 * ks + 1], a_hi, a_lo);
 #pragma unroll
       for (int p = 0; p < 4; ++p) {
         if (p < ks || p >= tiles) continue;
@@ -485,10 +479,7 @@ __global__ void __launch_bounds__(kVS * 2, 1) chunked_prefill_kernel(PrefillArgs
       const float f0 = sFac[16 * ks + 2 * c], f1 = sFac[16 * ks + 2 * c + 1];
       const float f2 = sFac[16 * ks + 8 + 2 * c], f3 = sFac[16 * ks + 8 + 2 * c + 1];
       uint32_t a_hi[4], a_lo[4];
-      split_bf16x2(vn[2 * ks][0] * f0, vn[2 * ks][1] * f1, a_hi[0], a_lo[0]);
-      split_bf16x2(vn[2 * ks][2] * f0, vn[2 * ks][3] * f1, a_hi[1], a_lo[1]);
-      split_bf16x2(vn[2 * ks + 1][0] * f2, vn[2 * ks + 1][1] * f3, a_hi[2], a_lo[2]);
-      split_bf16x2(vn[2 * ks + 1][2] * f2, vn[2 * ks + 1][3] * f3, a_hi[3], a_lo[3]);
+      split_a_fragment(vn[2 * ks], vn[2 * ks + 1], a_hi, a_lo, f0, f1, f2, f3);
 #pragma unroll
       for (int p = 0; p < 8; ++p) {
         uint32_t b[4];
