@@ -240,7 +240,7 @@ void run(const Options& o) {
 
   ctl::CallProfile call;
   call.span_seconds = span;
-  std::string ncu_error;
+  std::string ncu_error, ncu_csv;
   if (o.no_ncu) {
     ncu_error = "--no-ncu";
   } else {
@@ -248,6 +248,7 @@ void run(const Options& o) {
     for (const auto& n : names) regex += (regex.empty() ? "" : "|") + n;
     const auto [csv, why] = run_ncu(o, def.name, "^(" + regex + ")$", index);
     ncu_error = why;
+    ncu_csv = csv;
     if (!csv.empty()) {
       write_text_file_atomic(out / "ncu.csv", csv);
       const auto launches = ctl::parse_ncu_csv(csv, (out / "ncu.csv").string());
@@ -292,9 +293,7 @@ void run(const Options& o) {
                    {"signature", state.signature()}}}};
   write_text_file_atomic(out / "profile.json", result.dump(2) + "\n");
   const std::string stored =
-      o.no_store ? "" : store_profile(o, c, result,
-                                      ncu_error.empty() ? read_text_file(out / "ncu.csv") : "",
-                                      (out / "profile.json").string());
+      o.no_store ? "" : store_profile(o, c, result, ncu_csv, (out / "profile.json").string());
   if (!stored.empty()) result["stored_profile"] = stored;
   if (o.json) {
     std::cout << result.dump(2) << "\n";

@@ -30,12 +30,12 @@ ParamValues random_config(const ParamChoices& space, std::mt19937_64& rng) {
 // Changes `name` to another of its values (no-op for a single-valued param).
 void mutate(ParamValues& v, const std::string& name, const std::vector<std::string>& values,
             std::mt19937_64& rng) {
-  if (values.size() < 2) return;
-  std::uniform_int_distribution<std::size_t> pick(0, values.size() - 2);
   std::vector<std::string> others;
   for (const auto& x : values)
     if (x != v[name]) others.push_back(x);
-  v[name] = others[pick(rng) % others.size()];
+  if (others.empty()) return;
+  std::uniform_int_distribution<std::size_t> pick(0, others.size() - 1);
+  v[name] = others[pick(rng)];
 }
 
 ParamValues child_of(const ParamChoices& space, const ParamValues& a, const ParamValues& b,
