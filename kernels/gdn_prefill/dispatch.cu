@@ -6,12 +6,16 @@
 #include "route_chunked.cuh"
 
 namespace khk::gdn_prefill {
+namespace {
 
+// The value slabs per head for `num_seqs` sequences (1, 2, 4 or 8).
 int chunked_slabs(int64_t num_seqs) {
   int slabs = 1;
   while (slabs < kMaxSlabs && num_seqs * kVHeads * slabs < kMinCtas) slabs *= 2;
   return slabs;
 }
+
+}  // namespace
 
 cudaError_t dispatch(const PrefillArgs& args, cudaStream_t stream) {
   switch (chunked_slabs(args.num_seqs)) {

@@ -11,7 +11,4 @@ namespace khk::gdn_prefill {
 /// the launch's error.
 cudaError_t dispatch(const PrefillArgs& args, cudaStream_t stream);
 
-/// The value slabs per head the chunked route uses for `num_seqs` sequences (1, 2, 4 or 8).
-int chunked_slabs(int64_t num_seqs);
-
 }  // namespace khk::gdn_prefill
