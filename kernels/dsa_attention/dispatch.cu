@@ -1,6 +1,5 @@
 // Route choice for DSA sparse attention. One route today (split-KV, route_split_kv.cuh, with
-// merge_splits.cuh behind it when a token has more than one split: in the same cooperative
-// launch, or as a second kernel). The split count comes from
+// merge_splits.cuh behind it when a token has more than one split). The split count comes from
 // the token count alone, by the continuous rule in tuning.h, and is capped by the workspace the
 // caller gave; nothing depends on exact shapes, pointer values or the indices' contents (only
 // known on the device), and nothing synchronises, so the call stays CUDA-graph capturable.
@@ -91,26 +90,8 @@ cudaError_t dispatch(const AttentionArgs& args, void* workspace, uint64_t bytes,
                                             args.tokens * splits * kHeads * sizeof(float2));
   }
   if (const cudaError_t e = allow_split_smem(); e != cudaSuccess) return e;
-  const unsigned ctas = static_cast<unsigned>(args.tokens * splits);
-  if (splits > 1 && kGridMerge) {
-    // T x splits is within one CTA per SM, so the whole grid is resident at once, as the grid
-    // barrier needs; the cooperative launch makes the driver guarantee it.
-    cudaLaunchConfig_t split{};
-    split.gridDim = dim3(ctas);
-    split.blockDim = dim3(kThreads);
-    split.dynamicSmemBytes = split_smem_bytes(splits);
-    split.stream = stream;
-    cudaLaunchAttribute cooperative{};
-    cooperative.id = cudaLaunchAttributeCooperative;
-    cooperative.val.cooperative = 1;
-    split.attrs = &cooperative;
-    split.numAttrs = 1;
-    const cudaError_t e = cudaLaunchKernelEx(&split, split_kv_attention, args, partials, splits, true);
-    if (e != cudaErrorCooperativeLaunchTooLarge) return e;
-    cudaGetLastError();  // fewer SMs than the device has (MPS): merge in a second kernel instead
-  }
-  split_kv_attention<<<ctas, kThreads, split_smem_bytes(splits), stream>>>(args, partials, splits,
-                                                                          false);
+  split_kv_attention<<<static_cast<unsigned>(args.tokens * splits), kThreads,
+                       split_smem_bytes(splits), stream>>>(args, partials, splits);
   if (splits == 1) return cudaGetLastError();
   cudaLaunchConfig_t merge{};
   merge.gridDim = dim3(static_cast<unsigned>(args.tokens * kHeads * kMergeCtasPerHead));

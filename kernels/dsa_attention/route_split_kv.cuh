@@ -13,13 +13,11 @@
 //      rounded to bf16 (the row sums add the rounded values, so the normalisation matches what
 //      P V used), and O += P V (each warp owns 512 / WARPS output columns);
 //   4. writes the normalised output and the base-2 LSE when it is the token's only split, else
-//      its unnormalised O with (m, l) for merge_splits.cuh: merged by a second kernel, or (with
-//      `merge_in_grid`, a cooperative launch) by this grid's CTAs after a grid-wide barrier.
+//      its unnormalised O with (m, l) for merge_splits.cuh.
 // A split with no valid row writes (m, l) = (-inf, 0), which the merge skips; a token with none
 // at all gets output 0 and LSE -inf, as in the reference.
 #pragma once
 
-#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -27,7 +25,6 @@
 
 #include "bulk_copy.cuh"
 #include "dsa_attention.cuh"
-#include "merge_splits.cuh"
 #include "tuning.h"
 #include "warp_mma.cuh"
 
@@ -75,13 +72,10 @@ inline size_t split_smem_bytes(int splits) {
 
 static_assert(sizeof(SplitSmem) + sizeof(int32_t) * kTopK <= 227 * 1024,
               "above an H100/H200 SM's shared memory");
-static_assert(grid_merge_floats(kMergeMaxSplits) * sizeof(float) <= sizeof(SplitSmem::rows),
-              "the grid merge's (m, l) and weights reuse the gather stages");
 
-/// Launched with tokens x splits CTAs; with `merge_in_grid` (and splits > 1) cooperatively, all of
-/// them resident at once.
+/// Launched with tokens x splits CTAs.
 __global__ void __launch_bounds__(kThreads, 1)
-    split_kv_attention(AttentionArgs args, SplitPartials partials, int splits, bool merge_in_grid) {
+    split_kv_attention(AttentionArgs args, SplitPartials partials, int splits) {
   extern __shared__ __align__(128) unsigned char smem_bytes[];
   SplitSmem& s = *reinterpret_cast<SplitSmem*>(smem_bytes);
   int32_t* valid_rows = reinterpret_cast<int32_t*>(smem_bytes + sizeof(SplitSmem));
@@ -320,13 +314,6 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (warp == 0 && q4 == 0)
         partials.ml[part] = make_float2(count > 0 ? m_run[i] : -INFINITY, l_run[i]);
     }
-  }
-  if (splits > 1 && merge_in_grid) {
-    // Every split of every token has written its partials (the barrier orders the writes before
-    // any read after it); the gather stages are free for the merge's weights.
-    cooperative_groups::this_grid().sync();
-    merge_token_in_grid(args, partials, splits, token, split,
-                        reinterpret_cast<float*>(&s.rows[0][0][0]));
   }
 }
 

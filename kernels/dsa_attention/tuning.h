@@ -3,7 +3,7 @@
 // value), so the controller's tuner can search them; this header only names them and checks them.
 #pragma once
 
-#if !defined(MAX_SPLITS) || !defined(TMA_GATHER) || !defined(GRID_MERGE) || !defined(MERGE_PDL)
+#if !defined(MAX_SPLITS) || !defined(TMA_GATHER) || !defined(MERGE_PDL)
 #error "compile with the [params] of kernels/dsa_attention/candidate.toml (-DMAX_SPLITS=... etc.)"
 #endif
 
@@ -13,17 +13,12 @@ namespace khk::dsa_attention {
 // j % splits), so a token's valid rows spread evenly over its CTAs wherever the padding sits, and
 // even one token keeps many SMs gathering. The dispatch picks the most splits that keep
 // T x splits within one wave (one CTA per SM), at most MAX_SPLITS; one split writes the output
-// directly, more write partials that are merged (GRID_MERGE).
+// directly, more write partials that a second kernel merges.
 constexpr int kMaxSplits = MAX_SPLITS;
 // Gather each selected row with two bulk copies (TMA: its 1 KiB of ckv, its 128 B of kpe) that
 // complete on a stage barrier (1), or with 72 16-byte cp.async (0).
 constexpr bool kTmaGather = TMA_GATHER;
-// Merge the partials in the split kernel itself (1): a cooperative launch, all CTAs resident, a
-// grid-wide barrier after the partials are written, then each token's CTAs merge a share of its
-// columns. Or (0) in a second kernel (merge_splits.cuh); also the fallback when the cooperative
-// launch is refused (fewer SMs available than the device reports, as under MPS).
-constexpr bool kGridMerge = GRID_MERGE;
-// Launch the merge kernel as a programmatic dependent launch of the split kernel, so its launch overlaps
+// Launch the merge as a programmatic dependent launch of the split kernel, so its launch overlaps
 // the split kernel instead of following it.
 constexpr bool kMergePdl = MERGE_PDL;
 
