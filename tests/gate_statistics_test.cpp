@@ -263,6 +263,56 @@ TEST(GateStatistics, RejectsMalformedSamplesNamingTheWorkloadRoundAndSample) {
               HasSubstr("confidence = 1"));
 }
 
+// GPU timings often have a second, faster mode (on the H200 a few of 10 samples per round run
+// far below the rest). 12 workloads x 8 rounds x 10 pairs: workload 0 is 100x longer than the
+// others (1x-4x), so it dominates kMeanLatency; truths differ (B 0, 1 or 2% slower); in every
+// round 3 of A's samples and 4 of B's take 0.6 of their latency. A round median sits at the edge
+// of the slow mode and falls into the fast one whenever a resample draws 5 fast samples, more
+// often for B: the old median estimator's replicates all sat above its estimate, and the
+// estimates of the overall objective and of the short group fell outside their intervals, as a
+// real gate's did (0.9797 [0.981, 0.9853]). Every estimate must lie inside its own interval.
+TEST(GateStatistics, EstimatesLieInsideTheirIntervalsOnTwoModeTimings) {
+  constexpr int kWorkloads = 12, kRounds = 8, kPairs = 10, kFastA = 3, kFastB = 4;
+  constexpr double kFastMode = 0.6;
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<WorkloadSamples> samples;
+  std::vector<WorkloadGroup> groups = {{"long and short", {}}, {"short", {}}};
+  for (int w = 0; w < kWorkloads; ++w) {
+    WorkloadSamples s;
+    s.workload = "wl-" + std::to_string(w);
+    groups[w < 4 ? 0 : 1].workloads.push_back(s.workload);
+    const double latency_a = 1e-5 * (w == 0 ? 100 : 1 + w % 4);
+    const double latency_b = latency_a / (1 - 0.01 * (w % 3));
+    for (int r = 0; r < kRounds; ++r) {
+      const double drift = std::exp(kDriftSigma * normal(rng));
+      PairedRound round;
+      for (int k = 0; k < kPairs; ++k) {
+        round.a.push_back(latency_a * drift * std::exp(kSampleSigma * normal(rng)) *
+                          (k < kFastA ? kFastMode : 1));
+        round.b.push_back(latency_b * drift * std::exp(kSampleSigma * normal(rng)) *
+                          (k < kFastB ? kFastMode : 1));
+      }
+      s.rounds.push_back(std::move(round));
+    }
+    samples.push_back(std::move(s));
+  }
+  const auto expect_inside = [](const Interval& i, const std::string& what) {
+    EXPECT_LE(i.lo, i.estimate) << what << ": " << i.estimate << " [" << i.lo << ", " << i.hi
+                                << "]";
+    EXPECT_LE(i.estimate, i.hi) << what << ": " << i.estimate << " [" << i.lo << ", " << i.hi
+                                << "]";
+  };
+  for (GateObjective objective : {GateObjective::kMeanLatency, GateObjective::kMeanSpeedup}) {
+    const std::string name =
+        objective == GateObjective::kMeanLatency ? "mean latency, " : "mean speedup, ";
+    const PairedGateResult r = judge_paired(samples, groups, objective, with_min_effect(0.01));
+    expect_inside(r.overall.objective, name + "overall");
+    for (const GroupGate& g : r.groups) expect_inside(g.objective, name + g.name);
+    for (const WorkloadGate& w : r.workloads) expect_inside(w.speedup, name + w.workload);
+  }
+}
+
 // Min effect 1%; 16 workloads x 5 rounds x 20 pairs, 2000 replicates; truth: B 2% faster.
 TEST(GateStatistics, IsDeterministicForASeed) {
   const auto samples = uniform_gate({}, 1.02, 6);

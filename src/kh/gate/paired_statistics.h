@@ -4,7 +4,11 @@
 // and per group of workloads (regimes) against a minimum effect, with family-wise error control
 // (Holm) so an A/A gate over 128 workloads does not report spurious losses.
 //
-// Speedup = latency A / latency B (> 1: B is faster). Everything is computed on log speedups.
+// Speedup = latency A / latency B (> 1: B is faster). Everything is computed on log speedups. The
+// latency of a candidate on a workload is the geometric mean over rounds of the round's
+// interquartile mean (its samples less the lowest and highest quarter, averaged); every bootstrap
+// replicate applies that same rule to its resample, and its replicates stay centred on the
+// estimate (those of a round median do not on two-mode timings: paired_statistics.cpp says why).
 #pragma once
 
 #include <cstdint>
