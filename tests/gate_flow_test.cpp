@@ -209,3 +209,52 @@ TEST_F(GateFlow, ReplayRunsAreKeptAndRecalledForTheSameSeed) {
 
 }  // namespace
 }  // namespace kh
+
+namespace kh {
+namespace {
+
+// A variant that cannot be drawn for a workload (GDN prefill's zero_length needs two sequences)
+// is skipped there, not failed: kh promote's replay counts it as skipped and still promotes, and
+// kh eval --variant lists it under "skipped" (an error only when it fits no workload chosen).
+TEST_F(GateFlow, VariantsSkipTheWorkloadsTheyCannotBeDrawnFor) {
+  const std::string prefill = "gdn_prefill_qk4_v8_d128_k_last";
+  auto small = [&](const std::string& uuid, std::int64_t seqs) {
+    Workload w;
+    w.uuid = uuid;
+    w.axes = {{"total_seq_len", 6}, {"num_seqs", seqs}, {"len_cu_seqlens", seqs + 1}};
+    return WorkloadRecord{prefill, w};
+  };
+  const fs::path both = dir_.path() / "prefill_both.jsonl";
+  save_workload_file(both, {small("00000000-0000-4000-8000-000000000061", 1),
+                            small("00000000-0000-4000-8000-000000000062", 2)});
+  const fs::path one = dir_.path() / "prefill_one.jsonl";
+  save_workload_file(one, {small("00000000-0000-4000-8000-000000000061", 1)});
+  const std::string builtin = "builtin:cpu_reference -d " + prefill + " --backend cpu";
+
+  const auto eval = kh(fmt::format("eval {} --workloads {} --variant zero_length --trials 1 --json",
+                                   builtin, both.string()));
+  ASSERT_EQ(eval.status, 0) << eval.err;
+  EXPECT_THAT(eval.err, HasSubstr("needs num_seqs >= 2; the workload has 1"));
+  const Json e = json_of(eval);
+  ASSERT_EQ(e.at("skipped").size(), 1u) << e.dump(2);
+  EXPECT_EQ(e.at("skipped").at(0).at("index"), 0);
+  ASSERT_EQ(e.at("results").size(), 1u);
+  EXPECT_EQ(e.at("results").at(0).at("status"), "PASSED");
+  const auto none = kh(fmt::format("eval {} --workloads {} --variant zero_length --trials 1",
+                                   builtin, one.string()));
+  EXPECT_EQ(none.status, 1);
+  EXPECT_THAT(none.err, HasSubstr("fits none of the 1 workloads"));
+
+  const auto promoted =
+      kh(fmt::format("promote {} --workloads {} --timing wall --trials 1 --replay-trials 1 "
+                     "--adversarial-trials 1 --json",
+                     builtin, both.string()));
+  ASSERT_EQ(promoted.status, 0) << promoted.out << promoted.err;
+  const Json d = json_of(promoted).at(0);
+  EXPECT_EQ(d.at("decision"), "promote") << d.dump(2);
+  EXPECT_EQ(d.at("replay").at("failures"), 0);
+  EXPECT_EQ(d.at("replay").at("skipped_runs"), 1);  // zero_length on the one-sequence workload
+}
+
+}  // namespace
+}  // namespace kh

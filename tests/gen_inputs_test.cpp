@@ -125,6 +125,21 @@ TEST(GdnInputs, Variants) {
                Error);
 }
 
+TEST(GdnInputs, ZeroLengthIsDrawnOnlyWhereThereAreTwoSequences) {
+  const Definition prefill = test::shipped_definition(kPrefill);
+  auto seqs = [](std::int64_t n) {
+    return workload("n", {{"total_seq_len", 40}, {"num_seqs", n}, {"len_cu_seqlens", n + 1}});
+  };
+  EXPECT_EQ(InputGenerator::variant_does_not_apply(prefill, "zero_length", seqs(1)),
+            "variant zero_length needs num_seqs >= 2; the workload has 1");
+  EXPECT_EQ(InputGenerator::variant_does_not_apply(prefill, "zero_length", seqs(2)), "");
+  EXPECT_EQ(InputGenerator::variant_does_not_apply(prefill, "extreme", seqs(1)), "");
+  EXPECT_EQ(InputGenerator::variant_does_not_apply(prefill, "", seqs(1)), "");
+  // What it predicts is what the generator does.
+  EXPECT_THROW(Fixture(kPrefill, seqs(1), {kDefaultSeed, "zero_length"}).gen.generate(0), Error);
+  EXPECT_NO_THROW(Fixture(kPrefill, seqs(2), {kDefaultSeed, "zero_length"}).gen.generate(0));
+}
+
 TEST(IndexerInputs, PagesAreDistinctLengthsFitAndTheCacheLayoutRoundTrips) {
   const std::int64_t batch = 6, pages = 9, num_pages = 80;
   Fixture f(

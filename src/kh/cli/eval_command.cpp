@@ -15,6 +15,7 @@
 #include "kh/cli/eval_options.h"
 #include "kh/cli/store_access.h"
 #include "kh/core/error.h"
+#include "kh/gen/input_generator.h"
 #include "kh/roofline/call_cost.h"
 #include "kh/run/builtin_candidates.h"
 #include "kh/run/evaluation_record.h"
@@ -53,10 +54,28 @@ void run(Options& o) {
   const BuildResult& build = resolved.build;
   const Dataset ds = Dataset::open(o.e.eval.root);
   const Definition& def = ds.definition(cand.definition);
-  const auto chosen =
+  auto chosen =
       pick_workloads(select_workloads(ds, def, o.workloads_file), o.workloads, def.name);
   std::optional<MachineCeilings> ceilings = resolve_eval_cli_options(o.e, def);
   const EvalOptions& eval = o.e.eval;
+  // Workloads the variant cannot be drawn for (GDN zero_length with one sequence) are skipped,
+  // said on stderr and listed in the JSON; when it fits none of them, that is an error.
+  Json skipped = Json::array();
+  std::string skip_reason;
+  std::erase_if(chosen, [&](const auto& pick) {
+    std::string why = InputGenerator::variant_does_not_apply(def, eval.variant, pick.second);
+    if (why.empty()) return false;
+    skipped.push_back({{"index", pick.first}, {"workload", pick.second.uuid}, {"reason", why}});
+    if (skip_reason.empty()) skip_reason = std::move(why);
+    return true;
+  });
+  if (chosen.empty() && !skipped.empty())
+    fail("kh eval: variant {} fits none of the {} workloads chosen (first: {})", eval.variant,
+         skipped.size(), skip_reason);
+  if (!skipped.empty())
+    std::cerr << fmt::format(
+        "kh eval: skipping {} workload{} the variant cannot be drawn for ({})\n", skipped.size(),
+        skipped.size() == 1 ? "" : "s", skip_reason);
   const bool progress = !o.json && isatty(STDERR_FILENO);
   // Every verdict is kept in the store as it arrives (kh show / kh history read it).
   std::unique_ptr<ArtifactStore> store;
@@ -138,6 +157,7 @@ void run(Options& o) {
                            {"key", build.key},
                            {"library", build.library.string()}}},
                          {"results", results},
+                         {"skipped", skipped},
                          {"passed", passed},
                          {"failed", verdicts.size() - passed}};
     std::cout << report.dump(2) << "\n";

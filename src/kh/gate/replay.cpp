@@ -16,6 +16,11 @@ int ReplayResult::failures() const {
       std::count_if(runs.begin(), runs.end(), [](const ReplayRun& r) { return !r.passed; }));
 }
 
+int ReplayResult::skipped() const {
+  return static_cast<int>(
+      std::count_if(runs.begin(), runs.end(), [](const ReplayRun& r) { return r.skipped; }));
+}
+
 std::string ReplayResult::first_failure() const {
   for (const ReplayRun& r : runs)
     if (!r.passed)
@@ -40,6 +45,7 @@ Json replay_json(const ReplayResult& r) {
           {"runs", r.runs.size()},
           {"recalled_runs", r.recalled},
           {"failures", r.failures()},
+          {"skipped_runs", r.skipped()},
           {"failing_runs", failing}};
 }
 
@@ -78,8 +84,13 @@ ReplayResult run_replay(const Definition& def, const std::vector<Workload>& work
     eval.variant = variant;
     Evaluator evaluator(eval, candidate.library, candidate.entry);
     for (const Workload& w : workloads) {
-      std::optional<ReplayRun> kept = o.recall ? o.recall(w, eval) : std::nullopt;
-      if (kept) {
+      // A variant that cannot be drawn for this workload (zero_length with one sequence) proves
+      // nothing there: the run is skipped, not failed, and the reason kept.
+      std::string why_not = InputGenerator::variant_does_not_apply(def, variant, w);
+      std::optional<ReplayRun> kept = o.recall && why_not.empty() ? o.recall(w, eval) : std::nullopt;
+      if (!why_not.empty()) {
+        kept = ReplayRun{w.uuid, variant, 0, true, "SKIPPED", std::move(why_not), true};
+      } else if (kept) {
         ++result.recalled;
       } else {
         const WorkloadVerdict v = evaluator.evaluate(def, w);

@@ -25,6 +25,7 @@ struct ReplayRun {
   int trials = 0;       // run (a failure that ends the workload stops early)
   bool passed = false;
   std::string status, message;
+  bool skipped = false;  // the variant does not apply to the workload (message says why); passed
 };
 
 /// Where finished runs are kept (the CLI: the store, one evaluation per run, as each finishes), so
@@ -52,6 +53,7 @@ struct ReplayResult {
   std::vector<ReplayRun> runs;             // workload-major, realistic first
   int recalled = 0;                        // runs an earlier, interrupted replay had finished
   int failures() const;                    // runs that did not pass
+  int skipped() const;                     // (workload, variant) pairs the variant cannot draw
   std::string first_failure() const;       // "uuid [variant]: STATUS: message", or ""
   int min_realistic_trials() const;        // fewest trials a realistic run had (passing or not)
 };

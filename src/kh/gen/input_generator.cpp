@@ -1,5 +1,7 @@
 #include "kh/gen/input_generator.h"
 
+#include <fmt/format.h>
+
 #include "kh/core/error.h"
 #include "kh/core/safetensors.h"
 #include "kh/gen/draw.h"
@@ -30,6 +32,22 @@ InputGenerator::~InputGenerator() = default;
 std::vector<VariantInfo> InputGenerator::variants(const Definition& def) {
   auto op = make_operator_inputs(def);
   return op ? op->variants() : std::vector<VariantInfo>{};
+}
+
+std::string InputGenerator::variant_does_not_apply(const Definition& def,
+                                                   const std::string& variant,
+                                                   const Workload& workload) {
+  if (variant.empty()) return "";
+  for (const auto& v : variants(def)) {
+    if (v.name != variant || v.needs_axis.empty()) continue;
+    const AxisValues axes = resolve_axes(def, workload, "workload " + workload.uuid);
+    const auto it = axes.find(v.needs_axis);
+    const std::int64_t have = it == axes.end() ? 0 : it->second;
+    if (have >= v.needs_at_least) return "";
+    return fmt::format("variant {} needs {} >= {}; the workload has {}", variant, v.needs_axis,
+                       v.needs_at_least, have);
+  }
+  return "";
 }
 
 double InputGenerator::value_scale() const {

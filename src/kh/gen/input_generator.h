@@ -50,6 +50,11 @@ class InputGenerator {
 
   /// Adversarial variants offered for a definition.
   static std::vector<VariantInfo> variants(const Definition& def);
+  /// Why `variant` cannot be drawn for `workload` ("variant zero_length needs num_seqs >= 2; the
+  /// workload has 1"), or "" when it can (or `variant` is ""). Commands over many workloads skip
+  /// those instead of failing on them.
+  static std::string variant_does_not_apply(const Definition& def, const std::string& variant,
+                                            const Workload& workload);
 
  private:
   GenContext context(std::int64_t trial, const std::string& input) const;

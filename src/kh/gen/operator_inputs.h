@@ -49,6 +49,10 @@ struct VariantInfo {
   /// unscaled atol of 1e-2 would demand 1e-5 relative accuracy, which no bf16 tensor-core kernel
   /// delivers and the official evaluator never asks.
   double value_scale = 1.0;
+  /// The workloads the variant can be drawn for: axis `needs_axis` at least `needs_at_least`
+  /// (empty: every workload). GDN's zero_length empties some sequences, so it needs two.
+  std::string needs_axis = {};
+  std::int64_t needs_at_least = 0;
 };
 
 class OperatorInputs {

@@ -41,7 +41,8 @@ class GdnInputs final : public OperatorInputs {
          kExtremeValueScale},
     };
     if (prefill_)
-      v.push_back({"zero_length", "some sequences have length 0 (their new_state must be zero)"});
+      v.push_back({"zero_length", "some sequences have length 0 (their new_state must be zero)",
+                   1.0, "num_seqs", 2});
     return v;
   }
 
