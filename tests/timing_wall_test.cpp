@@ -60,6 +60,32 @@ TEST(HostCallTimer, MakesThePreWarmupAndWarmupCallsThenTimesInOrder) {
     }
 }
 
+// The first timed call never follows its own untimed calls (warmup_order): the call timed first
+// is warmed first, so a call of another candidate comes between its warmup and its first sample.
+TEST(HostCallTimer, TheCallTimedFirstIsWarmedFirst) {
+  for (const std::vector<int>& order : {std::vector<int>{1, 0, 0, 1}, std::vector<int>{0, 1}}) {
+    HostCallTimer timer;
+    int count0 = 0, count1 = 0;
+    std::vector<int> log;
+    const auto r = timer.time_interleaved(
+        TimingMethod::kWall, 1, {counting(0, count0, log), counting(1, count1, log)}, order);
+    ASSERT_TRUE(r[0].ok()) << r[0].error;
+    const auto untimed = static_cast<std::size_t>(kOfficialPreWarmupCalls + 1);
+    ASSERT_EQ(log.size(), 2 * untimed + order.size());
+    for (std::size_t i = 0; i < untimed; ++i) EXPECT_EQ(log[i], order[0]) << i;
+    for (std::size_t i = untimed; i < 2 * untimed; ++i) EXPECT_EQ(log[i], 1 - order[0]) << i;
+    EXPECT_NE(log[2 * untimed - 1], log[2 * untimed]);  // the call before the first timed one
+  }
+}
+
+TEST(WarmupOrder, PutsTheFirstTimedCallFirstAndKeepsTheRestInIndexOrder) {
+  EXPECT_EQ(warmup_order(3, {2, 0, 1}), (std::vector<std::size_t>{2, 0, 1}));
+  EXPECT_EQ(warmup_order(3, {1, 2}), (std::vector<std::size_t>{1, 0, 2}));
+  EXPECT_EQ(warmup_order(3, {0}), (std::vector<std::size_t>{0, 1, 2}));
+  EXPECT_EQ(warmup_order(2, {}), (std::vector<std::size_t>{0, 1}));
+  EXPECT_EQ(warmup_order(1, {0, 0}), (std::vector<std::size_t>{0}));
+}
+
 TEST(HostCallTimer, AFailingCallIsReportedOnEveryResult) {
   HostCallTimer timer;
   const std::string expected = "the entry point returned status 7: boom";

@@ -19,6 +19,15 @@ namespace kh {
 /// derive counts; fib_eval_spec.md §4.2 step 2). kh makes them untimed.
 inline constexpr int kOfficialPreWarmupCalls = 6;
 
+/// The order in which the calls get their untimed calls: the call timed first, then the others in
+/// index order, so that the first timed call never follows its own untimed calls while the others
+/// do not. On one H200 a call right after a call of the same candidate ran up to 2x faster on a
+/// small workload despite the L2 flush (the flush does not empty the SMs' instruction caches),
+/// and with every call warmed in index order the second candidate's first sample of each round
+/// came out fast in 140 of 800 rounds, the first candidate's in none: a bias in every paired gate.
+/// Inside a round the pair order's coin gives each candidate the same chance of following itself.
+std::vector<std::size_t> warmup_order(std::size_t calls, const std::vector<int>& order);
+
 struct TrialTiming {
   std::vector<TimingSample> samples;  // one per timed call when error is empty
   std::string error;

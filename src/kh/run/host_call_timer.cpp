@@ -66,10 +66,10 @@ std::vector<TrialTiming> HostCallTimer::time_interleaved(TimingMethod method, in
     return std::vector<TrialTiming>(calls.size(), TrialTiming{{}, error, {}});
   };
   // No L2 flush before the calls, untimed or timed: the host has none (see the header).
-  for (const auto& call : calls) {
+  for (const std::size_t c : warmup_order(calls.size(), order)) {
     for (int i = 0; i < kOfficialPreWarmupCalls + warmup; ++i) {
       std::string why;
-      if (const int rc = call(why)) return failed(entry_point_error(rc, why));
+      if (const int rc = calls[c](why)) return failed(entry_point_error(rc, why));
     }
   }
   std::vector<TrialTiming> results(calls.size());

@@ -94,10 +94,11 @@ struct CallTimer::Impl {
   Results events(int warmup, const std::vector<Call>& calls, const std::vector<int>& order);
   Results graph(int warmup, const std::vector<Call>& calls, const std::vector<int>& order);
   Results cupti(int warmup, const std::vector<Call>& calls, const std::vector<int>& order);
-  // Every call's untimed calls; the first failure, if any.
-  std::optional<std::string> untimed_all(int warmup, const std::vector<Call>& calls) {
-    for (const auto& call : calls)
-      if (auto e = untimed(kOfficialPreWarmupCalls + warmup, call)) return e;
+  // Every call's untimed calls, in warmup_order; the first failure, if any.
+  std::optional<std::string> untimed_all(int warmup, const std::vector<Call>& calls,
+                                         const std::vector<int>& order) {
+    for (std::size_t c : warmup_order(calls.size(), order))
+      if (auto e = untimed(kOfficialPreWarmupCalls + warmup, calls[c])) return e;
     return std::nullopt;
   }
   static Results failed(std::size_t n, const std::string& error) {
@@ -168,7 +169,7 @@ std::vector<TrialTiming> CallTimer::time_interleaved(TimingMethod method, int wa
 CallTimer::Impl::Results CallTimer::Impl::events(int warmup, const std::vector<Call>& calls,
                                                  const std::vector<int>& order) {
   Results r(calls.size());
-  if (auto e = untimed_all(warmup, calls)) return failed(calls.size(), *e);
+  if (auto e = untimed_all(warmup, calls, order)) return failed(calls.size(), *e);
   EventPair ev;
   for (int c : order) {
     flush();
@@ -225,8 +226,8 @@ CallTimer::Impl::Results CallTimer::Impl::graph(int warmup, const std::vector<Ca
     check(cudaEventRecord(ev.end, stream), "cudaEventRecord");
     return ev.seconds();
   };
-  for (auto exec : execs)
-    for (int i = 0; i < kOfficialPreWarmupCalls + warmup; ++i) replay(exec);
+  for (std::size_t c : warmup_order(execs.size(), order))
+    for (int i = 0; i < kOfficialPreWarmupCalls + warmup; ++i) replay(execs[c]);
   Results r(calls.size());
   for (int c : order) r[c].samples.push_back(sample(replay(execs[c])));
   destroy();
@@ -236,7 +237,7 @@ CallTimer::Impl::Results CallTimer::Impl::graph(int warmup, const std::vector<Ca
 CallTimer::Impl::Results CallTimer::Impl::cupti(int warmup, const std::vector<Call>& calls,
                                                 const std::vector<int>& order) {
   if (!tracer) tracer = std::make_unique<CuptiTracer>();
-  if (auto e = untimed_all(warmup, calls)) return failed(calls.size(), *e);
+  if (auto e = untimed_all(warmup, calls, order)) return failed(calls.size(), *e);
   std::vector<std::vector<HostWindow>> windows(calls.size());
   std::vector<std::vector<ClockReading>> readings(calls.size());
   std::string failure;
