@@ -254,6 +254,14 @@ TEST_F(GateFlow, VariantsSkipTheWorkloadsTheyCannotBeDrawnFor) {
   EXPECT_EQ(d.at("decision"), "promote") << d.dump(2);
   EXPECT_EQ(d.at("replay").at("failures"), 0);
   EXPECT_EQ(d.at("replay").at("skipped_runs"), 1);  // zero_length on the one-sequence workload
+  // ...and the decision's evidence says so, so nobody takes the skip for a clean run.
+  EXPECT_THAT(d.at("evidence").dump(), HasSubstr("1 run skipped (first: "));
+
+  // Every command that takes --variant over many workloads leaves the undrawable ones out.
+  const auto sweep = kh(fmt::format("sweep {} --workloads {} --variant zero_length --trials 1",
+                                    builtin, both.string()));
+  EXPECT_EQ(sweep.status, 0) << sweep.err;
+  EXPECT_THAT(sweep.err, HasSubstr("kh sweep: skipping 1 workload the variant cannot be drawn"));
 }
 
 }  // namespace

@@ -1,6 +1,11 @@
 #include "kh/cli/eval_options.h"
 
+#include <iostream>
+
+#include <fmt/format.h>
+
 #include "kh/core/error.h"
+#include "kh/gen/input_generator.h"
 
 namespace kh::cli {
 
@@ -81,6 +86,29 @@ std::vector<Workload> select_workloads(const Dataset& ds, const Definition& def,
   }
   if (out.empty()) fail("{}: no workloads", file);
   return out;
+}
+
+std::vector<Workload> drawable_workloads(const Definition& def, const std::string& variant,
+                                         std::vector<Workload> workloads,
+                                         const std::string& command) {
+  if (variant.empty()) return workloads;
+  std::vector<Workload> kept;
+  std::string first_reason;
+  for (Workload& w : workloads) {
+    std::string why = InputGenerator::variant_does_not_apply(def, variant, w);
+    if (why.empty())
+      kept.push_back(std::move(w));
+    else if (first_reason.empty())
+      first_reason = std::move(why);
+  }
+  const std::size_t left_out = workloads.size() - kept.size();
+  if (kept.empty())
+    fail("{}: variant {} fits none of the {} workloads chosen (first: {})", command, variant,
+         workloads.size(), first_reason);
+  if (left_out > 0)
+    std::cerr << fmt::format("{}: skipping {} workload{} the variant cannot be drawn for ({})\n",
+                             command, left_out, left_out == 1 ? "" : "s", first_reason);
+  return kept;
 }
 
 std::vector<std::pair<std::size_t, Workload>> pick_workloads(const std::vector<Workload>& all,

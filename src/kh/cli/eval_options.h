@@ -41,6 +41,12 @@ std::optional<MachineCeilings> resolve_eval_cli_options(EvalCliOptions& o, const
 std::vector<Workload> select_workloads(const Dataset& ds, const Definition& def,
                                        const std::string& file);
 
+/// The workloads of `workloads` that `variant` can be drawn for (all of them without one). Says
+/// on stderr, as `command`, how many it leaves out and why; fails when it fits none.
+std::vector<Workload> drawable_workloads(const Definition& def, const std::string& variant,
+                                         std::vector<Workload> workloads,
+                                         const std::string& command);
+
 /// The workloads of `all` that `wanted` names (each a uuid or an index into `all`, as --workload
 /// takes them), with their indices; all of them when `wanted` is empty. An unknown one is an error
 /// naming `definition`.

@@ -59,7 +59,8 @@ void run(Options& o) {
   GateSetup setup = resolve_gate_setup(o.g, def, *store);
   const RepresentativeSet rep =
       dataset_representatives(ds, def, *store, a_record, setup.method);
-  const std::vector<Workload> workloads = gate_workloads(o.workloads, ds, def, rep);
+  const std::vector<Workload> workloads = drawable_workloads(
+      def, o.g.e.eval.variant, gate_workloads(o.workloads, ds, def, rep), "kh gate");
   std::vector<WorkloadGroup> groups;
   for (const auto& g : rep.groups) groups.push_back(g.group);
   std::cerr << fmt::format(

@@ -43,11 +43,13 @@ void run(Options& o) {
   GateSetup setup = resolve_gate_setup(o.g, def, *store);
   if (own_min_effect) setup.min_effect_source = "A/A: the smallest minimum effect (kMinimumEffectFloor)";
   setup.run.same_candidate = true;
-  const std::vector<Workload> workloads =
+  const std::vector<Workload> workloads = drawable_workloads(
+      def, o.g.e.eval.variant,
       gate_workloads(o.workloads, ds, def,
                      o.workloads == "representative"
                          ? dataset_representatives(ds, def, *store, record, setup.method)
-                         : RepresentativeSet{});
+                         : RepresentativeSet{}),
+      "kh noise");
   std::cerr << fmt::format("kh noise: {} against itself on {} workloads of {}, {} timer on {}, "
                              "{} rounds x {} pairs, order seed {}\n",
                              c.candidate.name, workloads.size(), def.name, setup.method, setup.gpu,

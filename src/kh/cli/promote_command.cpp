@@ -158,7 +158,8 @@ class Promotion {
   PromotionRequest make_request() const {
     PromotionRequest r;
     r.definition = def_;
-    r.workloads = select_workloads(ds_, def_, o_.workloads_file);
+    r.workloads = drawable_workloads(def_, o_.g.e.eval.variant,
+                                     select_workloads(ds_, def_, o_.workloads_file), "kh promote");
     r.run = setup_.run;
     r.statistics = setup_.statistics;
     r.objective = setup_.objective;

@@ -73,7 +73,9 @@ void run(Options& o) {
     request.candidates.push_back(std::move(sc));
   }
   request.definition = ds.definition(definition);
-  request.workloads = select_workloads(ds, request.definition, o.workloads_file);
+  request.workloads = drawable_workloads(request.definition, o.e.eval.variant,
+                                         select_workloads(ds, request.definition, o.workloads_file),
+                                         "kh sweep");
 
   request.ceilings = resolve_eval_cli_options(o.e, request.definition);
   request.eval = o.e.eval;

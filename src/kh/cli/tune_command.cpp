@@ -246,7 +246,8 @@ void run(Options& o) {
   auto store = open_store(o.store);
   const Dataset ds = Dataset::open(o.e.eval.root);
   const Definition definition = ds.definition(base.definition);
-  const std::vector<Workload> workloads = select_workloads(ds, definition, o.workloads_file);
+  const std::vector<Workload> workloads = drawable_workloads(
+      definition, o.e.eval.variant, select_workloads(ds, definition, o.workloads_file), "kh tune");
   const auto ceilings = resolve_eval_cli_options(o.e, definition);
   if (o.e.eval.backend == "cuda" && visible_cuda_devices() == 0)
     fail("--backend cuda: no CUDA device is visible (no GPU or no driver)");

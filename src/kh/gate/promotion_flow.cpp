@@ -92,6 +92,8 @@ class Flow {
     out.evidence.replay_trials = out.replay->min_realistic_trials();
     out.evidence.replay_failures = out.replay->failures();
     out.evidence.replay_first_failure = out.replay->first_failure();
+    out.evidence.replay_skipped = out.replay->skipped();
+    out.evidence.replay_first_skip = out.replay->first_skip();
   }
 
   PromotionOutcome decide(PromotionOutcome out) {
@@ -118,6 +120,8 @@ class Flow {
       e.replay_trials = out.evidence.replay_trials;
       e.replay_failures = out.evidence.replay_failures;
       e.replay_first_failure = out.evidence.replay_first_failure;
+      e.replay_skipped = out.evidence.replay_skipped;
+      e.replay_first_skip = out.evidence.replay_first_skip;
     }
     out.decision = decide_first_candidate(e, r_.rules);
     return out;

@@ -126,6 +126,18 @@ DecisionReport decided(DecisionReport report, Decision d, std::string reason) {
   return report;
 }
 
+// The replay's evidence line. Skipped runs are said, with the first reason: a variant the
+// workloads cannot be drawn for tested nothing there, and a reader must not take it for clean.
+std::string replay_line(int trials, int failures, const std::string& first_failure, int skipped,
+                        const std::string& first_skip) {
+  std::string line = fmt::format("replay: {} trials per workload, {} failing{}", trials, failures,
+                                 first_failure.empty() ? "" : " (first: " + first_failure + ")");
+  if (skipped > 0)
+    line += fmt::format(", {} run{} skipped (first: {})", skipped, skipped == 1 ? "" : "s",
+                        first_skip);
+  return line;
+}
+
 }  // namespace
 
 std::string_view decision_name(Decision d) {
@@ -153,11 +165,9 @@ DecisionReport decide_promotion(const PromotionEvidence& evidence, const Promoti
   for (const NamedGate& g : gates) report.evidence.push_back(evidence_line(g));
   const bool replayed = replay_reached(evidence);
   if (replayed)
-    report.evidence.push_back(fmt::format("replay: {} trials per workload, {} failing{}",
-                                          evidence.replay_trials, evidence.replay_failures,
-                                          evidence.replay_first_failure.empty()
-                                              ? ""
-                                              : " (first: " + evidence.replay_first_failure + ")"));
+    report.evidence.push_back(replay_line(evidence.replay_trials, evidence.replay_failures,
+                                          evidence.replay_first_failure, evidence.replay_skipped,
+                                          evidence.replay_first_skip));
   else
     report.evidence.push_back("replay: not run");
 
@@ -228,11 +238,9 @@ DecisionReport decide_first_candidate(const FirstCandidateEvidence& evidence,
                                         evidence.failures.empty()
                                             ? ""
                                             : " (first: " + evidence.failures.front() + ")"));
-  report.evidence.push_back(fmt::format("replay: {} trials per workload, {} failing{}",
-                                        evidence.replay_trials, evidence.replay_failures,
-                                        evidence.replay_first_failure.empty()
-                                            ? ""
-                                            : " (first: " + evidence.replay_first_failure + ")"));
+  report.evidence.push_back(replay_line(evidence.replay_trials, evidence.replay_failures,
+                                        evidence.replay_first_failure, evidence.replay_skipped,
+                                        evidence.replay_first_skip));
   if (evidence.workloads == 0)
     return decided(std::move(report), Decision::kReject, "no workload was checked");
   if (!evidence.failures.empty())

@@ -30,6 +30,8 @@ struct PromotionEvidence {
   int replay_trials = 0;                           // per workload, as run
   int replay_failures = 0;                         // failing trials over all workloads
   std::string replay_first_failure;                // "workload uuid: message"
+  int replay_skipped = 0;           // (workload, variant) runs the variant cannot be drawn for
+  std::string replay_first_skip;    // "workload uuid [variant]: why"
 };
 
 struct DecisionReport {
@@ -58,6 +60,8 @@ struct FirstCandidateEvidence {
   std::vector<std::string> failures;          // "uuid: STATUS: message" per failing workload
   int replay_trials = 0, replay_failures = 0;  // as in PromotionEvidence
   std::string replay_first_failure;
+  int replay_skipped = 0;
+  std::string replay_first_skip;
 };
 DecisionReport decide_first_candidate(const FirstCandidateEvidence& evidence,
                                       const PromotionRules& rules);

@@ -21,6 +21,12 @@ int ReplayResult::skipped() const {
       std::count_if(runs.begin(), runs.end(), [](const ReplayRun& r) { return r.skipped; }));
 }
 
+std::string ReplayResult::first_skip() const {
+  for (const ReplayRun& r : runs)
+    if (r.skipped) return fmt::format("{} [{}]: {}", r.workload, r.variant, r.message);
+  return "";
+}
+
 std::string ReplayResult::first_failure() const {
   for (const ReplayRun& r : runs)
     if (!r.passed)

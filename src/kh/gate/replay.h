@@ -54,6 +54,7 @@ struct ReplayResult {
   int recalled = 0;                        // runs an earlier, interrupted replay had finished
   int failures() const;                    // runs that did not pass
   int skipped() const;                     // (workload, variant) pairs the variant cannot draw
+  std::string first_skip() const;          // "uuid [variant]: why", or ""
   std::string first_failure() const;       // "uuid [variant]: STATUS: message", or ""
   int min_realistic_trials() const;        // fewest trials a realistic run had (passing or not)
 };
