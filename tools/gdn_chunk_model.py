@@ -99,6 +99,20 @@ def failing_fraction(x, y):
     return float(np.mean((e > 1e-2) & (e / (np.abs(y) + 1e-8) > 1e-2)))
 
 
+def draw_inputs(T, extreme, seed, A_log, dt_bias):
+    """One (sequence, head) as kh's generator draws it: q, k, v, S0 ([K][V]), log g, beta, scale."""
+    magnitude = 1e3 if extreme else 1.0
+    rng = np.random.default_rng(seed)
+    unit = lambda x: x / np.linalg.norm(x, axis=-1, keepdims=True)  # noqa: E731
+    q, k = bf16(unit(rng.standard_normal((T, 128)))), bf16(unit(rng.standard_normal((T, 128))))
+    v = bf16(rng.standard_normal((T, 128)) * magnitude)
+    S0 = (rng.standard_normal((128, 128)) * 0.1 * magnitude).astype(np.float32)
+    a = bf16(rng.standard_normal(T) * (10 if extreme else 1))
+    b = bf16(rng.standard_normal(T))
+    log_g, beta = gates(np.float32(A_log), a, np.float32(dt_bias), b)
+    return q, k, v, S0, log_g, beta, 1 / math.sqrt(128)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--tokens", type=int, nargs="+", default=[64, 300, 2048])
@@ -107,18 +121,10 @@ def main():
     p.add_argument("--A-log", type=float, default=0.0, help="0: the weakest decay (longest memory)")
     p.add_argument("--dt-bias", type=float, default=-6.907)
     args = p.parse_args()
-    magnitude = 1e3 if args.extreme else 1.0
     print("tokens  level  output max err  fail frac   state max err  fail frac")
     for T in args.tokens:
-        rng = np.random.default_rng(args.seed)
-        unit = lambda x: x / np.linalg.norm(x, axis=-1, keepdims=True)  # noqa: E731
-        q, k = bf16(unit(rng.standard_normal((T, 128)))), bf16(unit(rng.standard_normal((T, 128))))
-        v = bf16(rng.standard_normal((T, 128)) * magnitude)
-        S0 = (rng.standard_normal((128, 128)) * 0.1 * magnitude).astype(np.float32)
-        a = bf16(rng.standard_normal(T) * (10 if args.extreme else 1))
-        b = bf16(rng.standard_normal(T))
-        log_g, beta = gates(np.float32(args.A_log), a, np.float32(args.dt_bias), b)
-        scale = 1 / math.sqrt(128)
+        q, k, v, S0, log_g, beta, scale = draw_inputs(T, args.extreme, args.seed, args.A_log,
+                                                      args.dt_bias)
         ref_o, ref_S = recurrent(q, k, v, S0, log_g, beta, scale)
         for level in ("none", "state", "all"):
             o, S = chunked(q, k, v, S0, log_g.astype(np.float32), beta.astype(np.float32), scale, level)

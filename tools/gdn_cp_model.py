@@ -30,7 +30,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gdn_chunk_model import CHUNK, bf16, chunked, gates, recurrent, split  # noqa: E402
+from gdn_chunk_model import CHUNK, bf16, chunked, draw_inputs, recurrent, split  # noqa: E402
 
 SCAN_ROUNDING = {
     "fp32": lambda x: np.asarray(x, np.float32),
@@ -74,18 +74,10 @@ def main():
     p.add_argument("--A-log", type=float, default=0.0, help="0: the weakest decay (longest memory)")
     p.add_argument("--dt-bias", type=float, default=-6.907)
     args = p.parse_args()
-    magnitude = 1e3 if args.extreme else 1.0
-    atol = 1e-2 * magnitude
+    atol = 1e-2 * (1e3 if args.extreme else 1.0)
     T = args.tokens
-    rng = np.random.default_rng(args.seed)
-    unit = lambda x: x / np.linalg.norm(x, axis=-1, keepdims=True)  # noqa: E731
-    q, k = bf16(unit(rng.standard_normal((T, 128)))), bf16(unit(rng.standard_normal((T, 128))))
-    v = bf16(rng.standard_normal((T, 128)) * magnitude)
-    S0 = (rng.standard_normal((128, 128)) * 0.1 * magnitude).astype(np.float32)
-    a = bf16(rng.standard_normal(T) * (10 if args.extreme else 1))
-    b = bf16(rng.standard_normal(T))
-    log_g, beta = gates(np.float32(args.A_log), a, np.float32(args.dt_bias), b)
-    scale = 1 / math.sqrt(128)
+    q, k, v, S0, log_g, beta, scale = draw_inputs(T, args.extreme, args.seed, args.A_log,
+                                                  args.dt_bias)
     ref_o, ref_S = recurrent(q, k, v, S0, log_g, beta, scale)
     print(f"{T} tokens, A_log {args.A_log}, dt_bias {args.dt_bias}{', extreme' if args.extreme else ''}:"
           f" prod g = {math.exp(float(np.sum(log_g))):.3g}")
