@@ -192,6 +192,10 @@ CallTimer::Impl::Results CallTimer::Impl::graph(int warmup, const std::vector<Ca
     for (auto e : execs) cudaGraphExecDestroy(e);
   };
   for (const auto& call : calls) {
+    // One eager call first: a call's first run may compile, autotune or allocate (Triton and
+    // PyTorch candidates do), and none of that can happen inside a capture. It is what a
+    // serving engine does before capturing, too.
+    if (auto e = untimed(1, call)) return failed(calls.size(), *e);
     cudaGraph_t graph = nullptr;
     check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin capture");
     std::string why;
