@@ -1,0 +1,100 @@
+// CallBuffers' strict checks without a GPU, on a backend that counts what crosses it: an
+// unchanged input is cleared by its digest, with no byte brought back to the host; a changed one
+// is found and located; poisoned outputs hold the poison.
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "kh/gen/input_generator.h"
+#include "kh/run/call_buffers.h"
+#include "kh/run/memory_backend.h"
+#include "test_support.h"
+
+namespace kh {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The cpu backend, counting the bytes each direction moves.
+class CountingBackend final : public MemoryBackend {
+ public:
+  std::string name() const override { return inner_->name(); }
+  DLDevice device() const override { return inner_->device(); }
+  void* stream() override { return inner_->stream(); }
+  void* allocate(std::size_t bytes) override { return inner_->allocate(bytes); }
+  void release(void* p) override { inner_->release(p); }
+  void upload(void* dst, const void* src, std::size_t bytes) override {
+    uploaded += bytes;
+    inner_->upload(dst, src, bytes);
+  }
+  void download(void* dst, const void* src, std::size_t bytes) override {
+    downloaded += bytes;
+    inner_->download(dst, src, bytes);
+  }
+  void zero(void* dst, std::size_t bytes) override { inner_->zero(dst, bytes); }
+  std::uint64_t digest(const void* src, std::size_t bytes) override {
+    return inner_->digest(src, bytes);
+  }
+  void synchronize() override { inner_->synchronize(); }
+
+  std::size_t uploaded = 0, downloaded = 0;
+
+ private:
+  std::unique_ptr<MemoryBackend> inner_ = make_cpu_backend();
+};
+
+struct DecodeCall {
+  Definition def = test::shipped_definition("gdn_decode_qk4_v8_d128_k_last");
+  Workload w = [] {
+    Workload x;
+    x.uuid = "call-buffers";
+    x.axes = {{"batch_size", 2}};
+    return x;
+  }();
+  InputGenerator gen{def, w, test::source_dir(), {}};
+  InputSet inputs = gen.generate(0);
+};
+
+TEST(CallBuffers, AnUnchangedInputIsClearedWithoutBringingItBack) {
+  CountingBackend backend;
+  DecodeCall c;
+  CallBuffers buffers(backend, c.def, c.gen.axes(), c.inputs, 0);
+  backend.downloaded = 0;
+  EXPECT_EQ(buffers.modified_input(c.inputs), std::nullopt);
+  EXPECT_EQ(backend.downloaded, 0u);
+}
+
+TEST(CallBuffers, AChangedInputIsFoundAndLocated) {
+  CountingBackend backend;
+  DecodeCall c;
+  CallBuffers buffers(backend, c.def, c.gen.axes(), c.inputs, 0);
+  // The candidate writes into v (input 2: q, k, v, ...) at element 5.
+  const DLTensor& v = buffers.tensors().at(2);
+  ASSERT_EQ(c.def.inputs.at(2).name, "v");
+  const std::uint16_t bits = 0x3f80;  // bf16 1.0
+  std::memcpy(static_cast<char*>(v.data) + 5 * sizeof bits, &bits, sizeof bits);
+  const auto where = buffers.modified_input(c.inputs);
+  ASSERT_TRUE(where.has_value());
+  EXPECT_THAT(*where, HasSubstr("modified input 'v' at [0, 0, 0, 5]"));
+}
+
+TEST(CallBuffers, PoisonedOutputsHoldThePoisonEveryTime) {
+  CountingBackend backend;
+  DecodeCall c;
+  CallBuffers buffers(backend, c.def, c.gen.axes(), c.inputs, 0);
+  for (int round = 0; round < 2; ++round) {
+    buffers.poison_outputs();
+    const OutputSet out = buffers.download_outputs();
+    for (const auto& o : out) {
+      ASSERT_GT(o.tensor.numel(), 0);
+      EXPECT_TRUE(std::isnan(o.tensor.get(0))) << o.name << " round " << round;
+      EXPECT_TRUE(std::isnan(o.tensor.get(o.tensor.numel() - 1))) << o.name << " round " << round;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kh
