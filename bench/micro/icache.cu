@@ -1,8 +1,8 @@
 // Micro-benchmark: what cold instruction fetch costs a kernel whose code runs about once, the
 // suspected half of a small GDN prefill call (knowledge/gdn.toml, prefill_small_shape_route). Two
-// kernels of ~128 KB of straight-line SASS each (8192 FMAs in eight independent chains, that the
-// compiler cannot merge) run one CTA of 4 warps per SM. Each kernel times its own body with %globaltimer (entry
-// to exit of the slowest CTA). Cases, each after a 256 MiB L2 flush:
+// kernels of ~128 KB of straight-line SASS each (8192 FMAs in eight independent chains, which the
+// compiler cannot merge) run one CTA of 4 warps per SM. Each kernel times its own body with
+// %globaltimer (entry to exit of the slowest CTA). Cases, each after a 256 MiB L2 flush:
 //   cold   the kernel right after the other one (its code gone from the SMs' instruction caches
 //          and, through the flush, from L2)
 //   warm   the kernel right after itself (instruction caches warm; L2 flushed)
