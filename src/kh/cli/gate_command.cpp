@@ -17,6 +17,7 @@
 #include "kh/cli/store_access.h"
 #include "kh/core/error.h"
 #include "kh/gate/representative_set.h"
+#include "kh/gate/timing_modes.h"
 
 namespace kh::cli {
 namespace {
@@ -77,6 +78,8 @@ void run(Options& o) {
                                    });
   progress.clear();
   const PairedGateResult result = judge_run(run, groups, setup.objective, setup.statistics);
+  if (const std::string modes = timing_modes_warning(fast_modes(run.samples)); !modes.empty())
+    std::cerr << "kh gate: " << modes << "\n";
   const GateRecord record =
       store_gate(*store, def, a_record.hash, b_record.hash, "gate", setup, run, result);
   if (o.json) {
