@@ -4,14 +4,10 @@
 
 #include <fmt/format.h>
 
+#include "kh/gpu/sample_stats.h"
+
 namespace kh {
 namespace {
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // Adds one side's samples of one round.
 void count(const std::vector<double>& side, std::size_t& samples, std::size_t& fast) {

@@ -1,5 +1,6 @@
 #include "kh/gpu/interleaved_timer.h"
 
+#include <algorithm>
 #include <numeric>
 
 namespace kh {
@@ -11,8 +12,8 @@ std::vector<std::size_t> warmup_order(std::size_t calls, const std::vector<int>&
   const auto first = static_cast<std::size_t>(order.front());
   if (first >= calls) return warm;
   // `first`, then the rest in index order.
-  for (std::size_t i = first; i > 0; --i) warm[i] = warm[i - 1];
-  warm[0] = first;
+  std::rotate(warm.begin(), warm.begin() + static_cast<std::ptrdiff_t>(first),
+              warm.begin() + static_cast<std::ptrdiff_t>(first) + 1);
   return warm;
 }
 
