@@ -61,21 +61,15 @@ void run(Options& o) {
   // Workloads the variant cannot be drawn for (GDN zero_length with one sequence) are skipped,
   // said on stderr and listed in the JSON; when it fits none of them, that is an error.
   Json skipped = Json::array();
-  std::string skip_reason;
+  const std::size_t picked = chosen.size();
   std::erase_if(chosen, [&](const auto& pick) {
     std::string why = InputGenerator::variant_does_not_apply(def, eval.variant, pick.second);
-    if (why.empty()) return false;
-    skipped.push_back({{"index", pick.first}, {"workload", pick.second.uuid}, {"reason", why}});
-    if (skip_reason.empty()) skip_reason = std::move(why);
-    return true;
+    if (!why.empty())
+      skipped.push_back({{"index", pick.first}, {"workload", pick.second.uuid}, {"reason", why}});
+    return !why.empty();
   });
-  if (chosen.empty() && !skipped.empty())
-    fail("kh eval: variant {} fits none of the {} workloads chosen (first: {})", eval.variant,
-         skipped.size(), skip_reason);
-  if (!skipped.empty())
-    std::cerr << fmt::format(
-        "kh eval: skipping {} workload{} the variant cannot be drawn for ({})\n", skipped.size(),
-        skipped.size() == 1 ? "" : "s", skip_reason);
+  report_undrawable("kh eval", eval.variant, picked, skipped.size(),
+                    skipped.empty() ? "" : skipped.at(0).at("reason").get<std::string>());
   const bool progress = !o.json && isatty(STDERR_FILENO);
   // Every verdict is kept in the store as it arrives (kh show / kh history read it).
   std::unique_ptr<ArtifactStore> store;

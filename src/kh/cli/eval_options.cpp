@@ -101,14 +101,19 @@ std::vector<Workload> drawable_workloads(const Definition& def, const std::strin
     else if (first_reason.empty())
       first_reason = std::move(why);
   }
-  const std::size_t left_out = workloads.size() - kept.size();
-  if (kept.empty())
-    fail("{}: variant {} fits none of the {} workloads chosen (first: {})", command, variant,
-         workloads.size(), first_reason);
-  if (left_out > 0)
-    std::cerr << fmt::format("{}: skipping {} workload{} the variant cannot be drawn for ({})\n",
-                             command, left_out, left_out == 1 ? "" : "s", first_reason);
+  report_undrawable(command, variant, workloads.size(), workloads.size() - kept.size(),
+                    first_reason);
   return kept;
+}
+
+void report_undrawable(const std::string& command, const std::string& variant, std::size_t chosen,
+                       std::size_t skipped, const std::string& first_reason) {
+  if (skipped == 0) return;
+  if (skipped == chosen)
+    fail("{}: variant {} fits none of the {} workloads chosen (first: {})", command, variant,
+         chosen, first_reason);
+  std::cerr << fmt::format("{}: skipping {} workload{} the variant cannot be drawn for ({})\n",
+                           command, skipped, skipped == 1 ? "" : "s", first_reason);
 }
 
 std::vector<std::pair<std::size_t, Workload>> pick_workloads(const std::vector<Workload>& all,

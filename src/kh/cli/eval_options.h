@@ -41,6 +41,12 @@ std::optional<MachineCeilings> resolve_eval_cli_options(EvalCliOptions& o, const
 std::vector<Workload> select_workloads(const Dataset& ds, const Definition& def,
                                        const std::string& file);
 
+/// Says on stderr, as `command`, that `skipped` of the `chosen` workloads are left out because
+/// `variant` cannot be drawn for them (`first_reason` is the first one's why); fails when that is
+/// all of them. Says nothing when none is.
+void report_undrawable(const std::string& command, const std::string& variant, std::size_t chosen,
+                       std::size_t skipped, const std::string& first_reason);
+
 /// The workloads of `workloads` that `variant` can be drawn for (all of them without one). Says
 /// on stderr, as `command`, how many it leaves out and why; fails when it fits none.
 std::vector<Workload> drawable_workloads(const Definition& def, const std::string& variant,
