@@ -52,7 +52,7 @@ PromotionEvidence promotable() {
   e.representative = clear_win();
   e.full = clear_win(1.031);
   e.remeasured = clear_win(1.029);
-  e.replay_trials = 100;
+  e.replay.trials = 100;
   return e;
 }
 
@@ -80,7 +80,7 @@ TEST(PromotionPolicy, GainBelowTheMinimumEffectIsRejected) {
            10, Verdict::kTie, 1.004);
   e.full = ties;
   e.remeasured.reset();
-  e.replay_trials = 0;
+  e.replay.trials = 0;
   const DecisionReport d = decide_promotion(e, PromotionRules{});
   EXPECT_EQ(d.decision, Decision::kReject) << d.reason;
   EXPECT_THAT(d.reason, HasSubstr("reject: the full distribution is at +0.4 %"));
@@ -126,8 +126,8 @@ TEST(PromotionPolicy, RegimeWinWhenTheFlowStoppedAtTheRepresentativeGateIsArchiv
 
 TEST(PromotionPolicy, OneFailingReplayTrialIsRejectedWithThatFailure) {
   PromotionEvidence e = promotable();
-  e.replay_failures = 1;
-  e.replay_first_failure = "3f1c-uuid: trial 57: output[12,3] mismatch";
+  e.replay.failures = 1;
+  e.replay.first_failure = "3f1c-uuid: trial 57: output[12,3] mismatch";
   const DecisionReport d = decide_promotion(e, PromotionRules{});
   EXPECT_EQ(d.decision, Decision::kReject) << d.reason;
   EXPECT_THAT(d.reason, HasSubstr("1 failing trial in the 100-trial replay"));
@@ -137,7 +137,7 @@ TEST(PromotionPolicy, OneFailingReplayTrialIsRejectedWithThatFailure) {
 
 TEST(PromotionPolicy, TooShortAReplayIsRejected) {
   PromotionEvidence e = promotable();
-  e.replay_trials = 3;
+  e.replay.trials = 3;
   const DecisionReport d = decide_promotion(e, PromotionRules{});
   EXPECT_EQ(d.decision, Decision::kReject) << d.reason;
   EXPECT_THAT(d.reason, HasSubstr("3 trials per workload, fewer than the 100 required"));
@@ -145,7 +145,7 @@ TEST(PromotionPolicy, TooShortAReplayIsRejected) {
 
 TEST(PromotionPolicy, AGlobalWinWithoutAReplayIsNotPromoted) {
   PromotionEvidence e = promotable();
-  e.replay_trials = 0;
+  e.replay.trials = 0;
   const DecisionReport d = decide_promotion(e, PromotionRules{});
   EXPECT_EQ(d.decision, Decision::kReject) << d.reason;
   EXPECT_THAT(d.reason, HasSubstr("no 100-trial replay was run"));
@@ -156,7 +156,7 @@ TEST(PromotionPolicy, AnUnconfirmedGainIsNotPromoted) {
   e.remeasured =
       gate(group("all", 1.002, 0.01, Verdict::kTie),
            {group("small", 1.0, 0.02, Verdict::kTie), group("large", 1.0, 0.02, Verdict::kTie)});
-  e.replay_trials = 0;
+  e.replay.trials = 0;
   const DecisionReport d = decide_promotion(e, PromotionRules{});
   EXPECT_NE(d.decision, Decision::kPromote) << d.reason;
   EXPECT_THAT(d.reason, HasSubstr("re-measurement on fresh samples is at +0.2 %"));
@@ -225,7 +225,7 @@ TEST(PromotionPolicy, CollapsingRegimeFailsTheRepresentativeGate) {
 TEST(PromotionPolicy, AFirstCandidateIsPromotedOnCorrectnessAndACleanReplay) {
   FirstCandidateEvidence e;
   e.workloads = 5;
-  e.replay_trials = 100;
+  e.replay.trials = 100;
   const DecisionReport d = decide_first_candidate(e, PromotionRules{});
   EXPECT_EQ(d.decision, Decision::kPromote) << d.reason;
   EXPECT_THAT(d.reason, HasSubstr("first candidate: correct on all 5 workloads"));
@@ -234,7 +234,7 @@ TEST(PromotionPolicy, AFirstCandidateIsPromotedOnCorrectnessAndACleanReplay) {
 TEST(PromotionPolicy, AFirstCandidateWithAFailureOrAShortOrFailingReplayIsRejected) {
   FirstCandidateEvidence failing;
   failing.workloads = 5;
-  failing.replay_trials = 100;
+  failing.replay.trials = 100;
   failing.failures = {"w3: INCORRECT_NUMERICAL: 2 elements"};
   DecisionReport d = decide_first_candidate(failing, PromotionRules{});
   EXPECT_EQ(d.decision, Decision::kReject);
@@ -242,16 +242,16 @@ TEST(PromotionPolicy, AFirstCandidateWithAFailureOrAShortOrFailingReplayIsReject
 
   FirstCandidateEvidence replay_fails;
   replay_fails.workloads = 5;
-  replay_fails.replay_trials = 100;
-  replay_fails.replay_failures = 1;
-  replay_fails.replay_first_failure = "w1 [ties]: INCORRECT_NUMERICAL: duplicate index";
+  replay_fails.replay.trials = 100;
+  replay_fails.replay.failures = 1;
+  replay_fails.replay.first_failure = "w1 [ties]: INCORRECT_NUMERICAL: duplicate index";
   d = decide_first_candidate(replay_fails, PromotionRules{});
   EXPECT_EQ(d.decision, Decision::kReject);
   EXPECT_THAT(d.reason, HasSubstr("1 failing run in the 100-trial replay (first: w1 [ties]"));
 
   FirstCandidateEvidence short_replay;
   short_replay.workloads = 5;
-  short_replay.replay_trials = 3;
+  short_replay.replay.trials = 3;
   d = decide_first_candidate(short_replay, PromotionRules{});
   EXPECT_EQ(d.decision, Decision::kReject);
   EXPECT_THAT(d.reason, HasSubstr("3 trials per workload, fewer than the 100 required"));

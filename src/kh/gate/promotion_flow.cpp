@@ -89,11 +89,9 @@ class Flow {
                             [&](int done, int total, const std::string&) {
                               if (progress_) progress_("replay", done, total);
                             });
-    out.evidence.replay_trials = out.replay->min_realistic_trials();
-    out.evidence.replay_failures = out.replay->failures();
-    out.evidence.replay_first_failure = out.replay->first_failure();
-    out.evidence.replay_skipped = out.replay->skipped();
-    out.evidence.replay_first_skip = out.replay->first_skip();
+    out.evidence.replay = {out.replay->min_realistic_trials(), out.replay->failures(),
+                           out.replay->first_failure(), out.replay->skipped(),
+                           out.replay->first_skip()};
   }
 
   PromotionOutcome decide(PromotionOutcome out) {
@@ -117,11 +115,7 @@ class Flow {
     if (on_stage_) on_stage_({"correctness", uuids(r_.workloads), nullptr, nullptr});
     if (e.failures.empty()) {
       replay(out);
-      e.replay_trials = out.evidence.replay_trials;
-      e.replay_failures = out.evidence.replay_failures;
-      e.replay_first_failure = out.evidence.replay_first_failure;
-      e.replay_skipped = out.evidence.replay_skipped;
-      e.replay_first_skip = out.evidence.replay_first_skip;
+      e.replay = out.evidence.replay;
     }
     out.decision = decide_first_candidate(e, r_.rules);
     return out;

@@ -64,7 +64,7 @@ std::string evidence_line(const NamedGate& g) {
 }
 
 bool replay_reached(const PromotionEvidence& e) {
-  return e.replay_trials > 0 || e.replay_failures > 0 || !e.replay_first_failure.empty();
+  return e.replay.trials > 0 || e.replay.failures > 0 || !e.replay.first_failure.empty();
 }
 
 /// The overall objective counts as a gain only when the statistics call it a win (Holm applied)
@@ -128,13 +128,13 @@ DecisionReport decided(DecisionReport report, Decision d, std::string reason) {
 
 // The replay's evidence line. Skipped runs are said, with the first reason: a variant the
 // workloads cannot be drawn for tested nothing there, and a reader must not take it for clean.
-std::string replay_line(int trials, int failures, const std::string& first_failure, int skipped,
-                        const std::string& first_skip) {
-  std::string line = fmt::format("replay: {} trials per workload, {} failing{}", trials, failures,
-                                 first_failure.empty() ? "" : " (first: " + first_failure + ")");
-  if (skipped > 0)
-    line += fmt::format(", {} run{} skipped (first: {})", skipped, skipped == 1 ? "" : "s",
-                        first_skip);
+std::string replay_line(const ReplayEvidence& r) {
+  std::string line =
+      fmt::format("replay: {} trials per workload, {} failing{}", r.trials, r.failures,
+                  r.first_failure.empty() ? "" : " (first: " + r.first_failure + ")");
+  if (r.skipped > 0)
+    line += fmt::format(", {} run{} skipped (first: {})", r.skipped, r.skipped == 1 ? "" : "s",
+                        r.first_skip);
   return line;
 }
 
@@ -156,18 +156,16 @@ DecisionReport decide_promotion(const PromotionEvidence& evidence, const Promoti
   if (rules.min_effect < 0 || rules.regime_tolerance < 0 || rules.regime_tolerance >= 1)
     fail("promotion rules: min_effect {} and regime_tolerance {} must be >= 0 (tolerance < 1)",
          rules.min_effect, rules.regime_tolerance);
-  if (evidence.replay_trials < 0 || evidence.replay_failures < 0)
+  if (evidence.replay.trials < 0 || evidence.replay.failures < 0)
     fail("promotion evidence: replay_trials {} and replay_failures {} must be >= 0",
-         evidence.replay_trials, evidence.replay_failures);
+         evidence.replay.trials, evidence.replay.failures);
 
   DecisionReport report;
   const std::vector<NamedGate> gates = present_gates(evidence);
   for (const NamedGate& g : gates) report.evidence.push_back(evidence_line(g));
   const bool replayed = replay_reached(evidence);
   if (replayed)
-    report.evidence.push_back(replay_line(evidence.replay_trials, evidence.replay_failures,
-                                          evidence.replay_first_failure, evidence.replay_skipped,
-                                          evidence.replay_first_skip));
+    report.evidence.push_back(replay_line(evidence.replay));
   else
     report.evidence.push_back("replay: not run");
 
@@ -178,19 +176,19 @@ DecisionReport decide_promotion(const PromotionEvidence& evidence, const Promoti
                      fmt::format("{} saw a failure of B on some workload (a correctness failure, "
                                  "or its paired timing failed), so B cannot be judged on speed",
                                  g.name));
-  if (replayed && evidence.replay_failures > 0)
+  if (replayed && evidence.replay.failures > 0)
     return decided(
         std::move(report), Decision::kReject,
-        fmt::format("{} failing trial{} in the {}-trial replay{}", evidence.replay_failures,
-                    evidence.replay_failures == 1 ? "" : "s", evidence.replay_trials,
-                    evidence.replay_first_failure.empty()
+        fmt::format("{} failing trial{} in the {}-trial replay{}", evidence.replay.failures,
+                    evidence.replay.failures == 1 ? "" : "s", evidence.replay.trials,
+                    evidence.replay.first_failure.empty()
                         ? ""
-                        : " (first: " + evidence.replay_first_failure + ")"));
-  if (replayed && evidence.replay_trials < rules.replay_trials)
+                        : " (first: " + evidence.replay.first_failure + ")"));
+  if (replayed && evidence.replay.trials < rules.replay_trials)
     return decided(std::move(report), Decision::kReject,
                    fmt::format("the replay ran {} trials per workload, fewer than the {} required "
                                "to trust rare failures are absent",
-                               evidence.replay_trials, rules.replay_trials));
+                               evidence.replay.trials, rules.replay_trials));
 
   // 2. A global gain, confirmed on fresh samples, hurting no regime, and replayed clean.
   const std::string blocker = global_blocker(evidence, rules);
@@ -207,7 +205,7 @@ DecisionReport decide_promotion(const PromotionEvidence& evidence, const Promoti
                     "{}-trial replay clean",
                     interval_text(evidence.full->overall.objective),
                     interval_text(evidence.remeasured->overall.objective),
-                    threshold_text(rules.regime_tolerance), evidence.replay_trials));
+                    threshold_text(rules.regime_tolerance), evidence.replay.trials));
   }
 
   // 3. A regime-local win is kept for dispatch: judged where the flow stopped deciding.
@@ -238,28 +236,26 @@ DecisionReport decide_first_candidate(const FirstCandidateEvidence& evidence,
                                         evidence.failures.empty()
                                             ? ""
                                             : " (first: " + evidence.failures.front() + ")"));
-  report.evidence.push_back(replay_line(evidence.replay_trials, evidence.replay_failures,
-                                        evidence.replay_first_failure, evidence.replay_skipped,
-                                        evidence.replay_first_skip));
+  report.evidence.push_back(replay_line(evidence.replay));
   if (evidence.workloads == 0)
     return decided(std::move(report), Decision::kReject, "no workload was checked");
   if (!evidence.failures.empty())
     return decided(std::move(report), Decision::kReject,
                    fmt::format("fails {} of {} workloads (first: {})", evidence.failures.size(),
                                evidence.workloads, evidence.failures.front()));
-  if (evidence.replay_failures > 0)
+  if (evidence.replay.failures > 0)
     return decided(std::move(report), Decision::kReject,
                    fmt::format("{} failing run{} in the {}-trial replay (first: {})",
-                               evidence.replay_failures, evidence.replay_failures == 1 ? "" : "s",
-                               evidence.replay_trials, evidence.replay_first_failure));
-  if (evidence.replay_trials < rules.replay_trials)
+                               evidence.replay.failures, evidence.replay.failures == 1 ? "" : "s",
+                               evidence.replay.trials, evidence.replay.first_failure));
+  if (evidence.replay.trials < rules.replay_trials)
     return decided(std::move(report), Decision::kReject,
                    fmt::format("the replay ran {} trials per workload, fewer than the {} required",
-                               evidence.replay_trials, rules.replay_trials));
+                               evidence.replay.trials, rules.replay_trials));
   return decided(std::move(report), Decision::kPromote,
                  fmt::format("the definition's first candidate: correct on all {} workloads and a "
                              "clean {}-trial replay",
-                             evidence.workloads, evidence.replay_trials));
+                             evidence.workloads, evidence.replay.trials));
 }
 
 bool representative_gate_passes(const PairedGateResult& representative,

@@ -21,17 +21,22 @@ struct PromotionRules {
   int replay_trials = 100;         // high-trial replay: trials per workload, at least
 };
 
+/// What the high-trial replay found, as the rules read it.
+struct ReplayEvidence {
+  int trials = 0;             // per workload, as run
+  int failures = 0;           // failing trials over all workloads
+  std::string first_failure;  // "workload uuid: message"
+  int skipped = 0;            // (workload, variant) runs the variant cannot be drawn for
+  std::string first_skip;     // "workload uuid [variant]: why"
+};
+
 /// What the promotion flow found. A stage not reached is empty (the flow stops at the first
 /// stage that decides).
 struct PromotionEvidence {
   std::optional<PairedGateResult> representative;  // gate on the representative set
   std::optional<PairedGateResult> full;            // gate on every workload
   std::optional<PairedGateResult> remeasured;      // the full gate again, on fresh samples
-  int replay_trials = 0;                           // per workload, as run
-  int replay_failures = 0;                         // failing trials over all workloads
-  std::string replay_first_failure;                // "workload uuid: message"
-  int replay_skipped = 0;           // (workload, variant) runs the variant cannot be drawn for
-  std::string replay_first_skip;    // "workload uuid [variant]: why"
+  ReplayEvidence replay;
 };
 
 struct DecisionReport {
@@ -58,10 +63,7 @@ DecisionReport decide_promotion(const PromotionEvidence& evidence, const Promoti
 struct FirstCandidateEvidence {
   int workloads = 0;                          // checked
   std::vector<std::string> failures;          // "uuid: STATUS: message" per failing workload
-  int replay_trials = 0, replay_failures = 0;  // as in PromotionEvidence
-  std::string replay_first_failure;
-  int replay_skipped = 0;
-  std::string replay_first_skip;
+  ReplayEvidence replay;
 };
 DecisionReport decide_first_candidate(const FirstCandidateEvidence& evidence,
                                       const PromotionRules& rules);

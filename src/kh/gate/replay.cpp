@@ -92,11 +92,11 @@ ReplayResult run_replay(const Definition& def, const std::vector<Workload>& work
     for (const Workload& w : workloads) {
       // A variant that cannot be drawn for this workload (zero_length with one sequence) proves
       // nothing there: the run is skipped, not failed, and the reason kept.
-      std::string why_not = InputGenerator::variant_does_not_apply(def, variant, w);
-      std::optional<ReplayRun> kept = o.recall && why_not.empty() ? o.recall(w, eval) : std::nullopt;
-      if (!why_not.empty()) {
+      std::optional<ReplayRun> kept;
+      if (std::string why_not = InputGenerator::variant_does_not_apply(def, variant, w);
+          !why_not.empty()) {
         kept = ReplayRun{w.uuid, variant, 0, true, "SKIPPED", std::move(why_not), true};
-      } else if (kept) {
+      } else if (o.recall && (kept = o.recall(w, eval))) {
         ++result.recalled;
       } else {
         const WorkloadVerdict v = evaluator.evaluate(def, w);
