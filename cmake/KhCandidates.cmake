@@ -11,7 +11,12 @@
 #                      builds when no --param is given
 function(kh_read_candidate_manifest dir prefix)
   # A changed manifest (a new param, a new source) must reconfigure, not build with stale -D flags.
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${dir}/candidate.toml")
+  # Once per manifest: two directories declaring the same dependency give ninja two rules for it.
+  get_property(watched GLOBAL PROPERTY KH_WATCHED_MANIFESTS)
+  if(NOT "${dir}/candidate.toml" IN_LIST watched)
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${dir}/candidate.toml")
+    set_property(GLOBAL APPEND PROPERTY KH_WATCHED_MANIFESTS "${dir}/candidate.toml")
+  endif()
   file(STRINGS "${dir}/candidate.toml" lines)
   set(language "")
   set(sources "")

@@ -1,0 +1,158 @@
+// The token-serial GDN prefill route (candidates/gdn_prefill_token_serial), its per-CTA program
+// run on the host by the CTA emulator, against the fp64 CPU reference: official workloads, every
+// adversarial variant, extra shapes (one token, sequences across several staging blocks, a
+// zero-length sequence), outputs poisoned before the call, and both fiber orders compared bit for
+// bit (a missing barrier changes what a thread reads). Built once per knob configuration the
+// CMakeLists lists (SERIAL_WARPS, SERIAL_BLOCK as -D flags).
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "cta_emulator.h"
+#include "kh/check/checker.h"
+#include "kh/gen/input_generator.h"
+#include "kh/ref/cpu_reference.h"
+#include "test_support.h"
+#include "token_serial_cta.h"
+
+namespace kh {
+namespace {
+
+namespace gp = khk::gdn_prefill;
+constexpr const char* kPrefill = "gdn_prefill_qk4_v8_d128_k_last";
+constexpr unsigned char kPoison = 0xff;  // NaN in bf16 and fp32: an unwritten output fails
+
+Workload workload(const std::string& uuid, std::int64_t tokens, std::int64_t seqs) {
+  Workload w;
+  w.uuid = uuid;
+  w.axes = {{"total_seq_len", tokens}, {"num_seqs", seqs}, {"len_cu_seqlens", seqs + 1}};
+  return w;
+}
+
+template <typename T>
+const T* input(const InputSet& in, const char* name) {
+  const HostTensor* t = in.find(name);
+  return t ? t->data<T>() : nullptr;
+}
+
+/// The route's arguments for a call on host tensors.
+gp::PrefillArgs prefill_args(const InputSet& in, OutputSet& out) {
+  gp::PrefillArgs args{};
+  args.q = input<__nv_bfloat16>(in, "q");
+  args.k = input<__nv_bfloat16>(in, "k");
+  args.v = input<__nv_bfloat16>(in, "v");
+  args.state = input<float>(in, "state");
+  args.A_log = input<float>(in, "A_log");
+  args.a = input<__nv_bfloat16>(in, "a");
+  args.dt_bias = input<float>(in, "dt_bias");
+  args.b = input<__nv_bfloat16>(in, "b");
+  args.cu_seqlens = input<std::int64_t>(in, "cu_seqlens");
+  const float* scale = input<float>(in, "scale");
+  args.scale = scale && *scale != 0.0f ? *scale : 1.0f / std::sqrt(128.0f);
+  args.output = out.at("output").data<__nv_bfloat16>();
+  args.new_state = out.at("new_state").data<float>();
+  args.total_tokens = in.at("q").shape().at(0);
+  args.num_seqs = in.at("cu_seqlens").shape().at(0) - 1;
+  return args;
+}
+
+/// Every CTA of the route's grid, in grid order.
+void run_grid(const gp::PrefillArgs& args, test::CtaEmulator::Order order) {
+  test::CtaEmulator emulator(gp::kSerialThreads, sizeof(gp::SerialSmem), order);
+  const std::int64_t ctas = args.num_seqs * gp::kVHeads * gp::kSerialTilesPerHead;
+  for (std::int64_t cta = 0; cta < ctas; ++cta)
+    emulator.run([&](test::EmulatedCta& c) { gp::token_serial_cta(args, cta, c); });
+}
+
+/// The route's outputs for one call, every output poisoned before it.
+OutputSet run_token_serial(const Definition& def, const AxisValues& axes, const InputSet& in,
+                           test::CtaEmulator::Order order) {
+  OutputSet out = allocate_outputs(def, axes);
+  for (auto& item : out) std::memset(item.tensor.bytes(), kPoison, item.tensor.nbytes());
+  run_grid(prefill_args(in, out), order);
+  return out;
+}
+
+struct Call {
+  Definition def = test::shipped_definition(kPrefill);
+  InputSet inputs;
+  OutputSet reference;
+  AxisValues axes;
+};
+
+Call draw(const Workload& w, const std::string& variant, std::int64_t trial) {
+  Call c;
+  const InputGenerator gen(c.def, w, test::source_dir(), {kDefaultSeed, variant});
+  c.axes = gen.axes();
+  c.inputs = gen.generate(trial);
+  c.reference = run_cpu_reference(c.def, c.axes, c.inputs);
+  return c;
+}
+
+void expect_matches_reference(const Workload& w, const std::string& variant = "",
+                              std::int64_t trial = 0) {
+  SCOPED_TRACE("workload " + w.uuid + (variant.empty() ? "" : " variant " + variant));
+  const Call c = draw(w, variant, trial);
+  const OutputSet out =
+      run_token_serial(c.def, c.axes, c.inputs, test::CtaEmulator::Order::ascending);
+  // fp32 throughout, like the reference: the official rule and the tighter reference grade.
+  for (const CheckOptions& options : {official_options(c.def, false), test::reference_grade(c.def)}) {
+    const CheckResult r = check_outputs(c.def, c.inputs, c.reference, out, options);
+    EXPECT_TRUE(r.passed()) << "at atol " << options.tolerance.atol << ", rtol "
+                            << options.tolerance.rtol << ": " << r.message << " (max abs "
+                            << r.max_absolute_error << ", max rel " << r.max_relative_error << ")";
+  }
+}
+
+TEST(TokenSerialPrefill, MatchesTheReferenceOnSmallOfficialShapes) {
+  // Shapes of the official <= 256-token regime: one short sequence, two sequences, and one
+  // sequence over two staging blocks.
+  expect_matches_reference(workload("six-tokens", 6, 1));
+  expect_matches_reference(workload("two-seqs", 28, 2), "", 1);
+  expect_matches_reference(workload("two-blocks", 49, 1), "", 2);
+}
+
+TEST(TokenSerialPrefill, MatchesTheReferenceOnExtraShapes) {
+  expect_matches_reference(workload("one-token", 1, 1));
+  expect_matches_reference(workload("block-edge", gp::kSerialBlock, 1));
+  expect_matches_reference(workload("block-edge-plus-one", gp::kSerialBlock + 1, 1));
+  expect_matches_reference(workload("three-seqs", 70, 3), "", 3);
+}
+
+TEST(TokenSerialPrefill, MatchesTheReferenceUnderEveryVariant) {
+  const Definition def = test::shipped_definition(kPrefill);
+  for (const auto& v : InputGenerator::variants(def))
+    expect_matches_reference(workload("variants", 40, 3), v.name, 7);
+}
+
+TEST(TokenSerialPrefill, InPlaceStateUpdateIsSafe) {
+  // new_state may be state itself: each lane reads its part of a row before it writes it.
+  const Call c = draw(workload("in-place", 20, 2), "", 4);
+  InputSet in = c.inputs.clone();
+  OutputSet out = allocate_outputs(c.def, c.axes);
+  std::memset(out.at("output").bytes(), kPoison, out.at("output").nbytes());
+  gp::PrefillArgs args = prefill_args(in, out);
+  args.new_state = in.at("state").data<float>();  // == args.state
+  run_grid(args, test::CtaEmulator::Order::descending);
+  std::memcpy(out.at("new_state").bytes(), in.at("state").bytes(), in.at("state").nbytes());
+  const CheckResult r =
+      check_outputs(c.def, c.inputs, c.reference, out, test::reference_grade(c.def));
+  EXPECT_TRUE(r.passed()) << r.message;
+}
+
+TEST(TokenSerialPrefill, EitherThreadOrderGivesTheSameBits) {
+  // Threads run one at a time between barriers; reversing their order changes what a thread
+  // reads of another's writes unless a barrier separates them.
+  const Call c = draw(workload("orders", gp::kSerialBlock + 5, 2), "", 5);
+  const OutputSet up =
+      run_token_serial(c.def, c.axes, c.inputs, test::CtaEmulator::Order::ascending);
+  const OutputSet down =
+      run_token_serial(c.def, c.axes, c.inputs, test::CtaEmulator::Order::descending);
+  for (std::size_t i = 0; i < up.size(); ++i)
+    EXPECT_TRUE(up[i].tensor.bytes_equal(down[i].tensor)) << up[i].name;
+}
+
+}  // namespace
+}  // namespace kh
