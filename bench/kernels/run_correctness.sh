@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The correctness evidence of a kernel-library operator on a GPU, from the repository root after a
-# build: kh eval of kernels/<op>/ under the strict checks on every official workload, then on the
+# The correctness evidence of a kernel-library operator (or of a candidate folder) on a GPU, from
+# the repository root after a build: kh eval of kernels/<op>/ (or of the folder) under the strict checks on every official workload, then on the
 # extra shapes of tests/data/extra_shapes/<definition>.jsonl under the realistic inputs and every
 # adversarial variant of the definition's generator. One JSON per run (kh eval --json) and a line
 # per run in OUT/summary.txt: passed / total and the worst errors.
 #
 # Usage: bench/kernels/run_correctness.sh OUT_DIR OPERATOR [TRIALS] [EXTRA_TRIALS]
-#   OPERATOR is the folder name under kernels/ (e.g. gdn_prefill); TRIALS (default 3) fresh input
+#   OPERATOR is the folder name under kernels/ (e.g. gdn_prefill) or a candidate folder's path
+#   (e.g. candidates/gdn_prefill_token_serial); TRIALS (default 3) fresh input
 #   sets per official workload, EXTRA_TRIALS (default TRIALS) per extra shape and variant.
 #   KH_EVAL_TIMEOUT=S bounds each kh eval (default 600 s).
 set -u
@@ -18,7 +19,9 @@ kh=${KH:-build/default/kh}
 cache=${KH_CACHE:-build/test-build-cache}
 limit=${KH_EVAL_TIMEOUT:-600}
 mkdir -p "$out"
-def=$(sed -n 's/^definition *= *"\(.*\)"/\1/p' "kernels/$op/candidate.toml")
+dir=$op
+[ -f "$dir/candidate.toml" ] || dir="kernels/$op"
+def=$(sed -n 's/^definition *= *"\(.*\)"/\1/p' "$dir/candidate.toml")
 extra="tests/data/extra_shapes/$def.jsonl"
 variants=$("$kh" validate --json 2>/dev/null | python3 -c "
 import json, sys
@@ -45,7 +48,7 @@ PY
 }
 run() {  # name args...
   local name=$1; shift
-  timeout "$limit" "$kh" eval "kernels/$op" --backend cuda --cache "$cache" --json "$@" \
+  timeout "$limit" "$kh" eval "$dir" --backend cuda --cache "$cache" --json "$@" \
     >"$out/$name.json" 2>"$out/$name.log"
   summarize "$name" "$out/$name.json"
 }

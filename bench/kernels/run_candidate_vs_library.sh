@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# A kernel candidate under development (candidates/<name>/) against the library entry of its
+# definition (kernels/<op>/), in one run on one GPU, from the repository root after a build:
+#   1. correctness: bench/kernels/run_correctness.sh on the candidate (every official workload,
+#      the extra shapes under the realistic inputs and every adversarial variant);
+#   2. one interleaved kh sweep (cupti at the official counts, cold L2) of the library entry, the
+#      candidate, and the candidate at each knob setting given, on every official workload (or
+#      the workloads of KH_WORKLOADS=FILE);
+#   3. kh show --json per candidate (OUT/show_<name>.json), kh compare of each against the library
+#      entry (OUT/compare_<name>.txt) and kh report (OUT/report/report.md, regimes included).
+# The store (OUT/store) keeps the results; its blobs are dropped at the end to keep OUT small.
+#
+# Usage: bench/kernels/run_candidate_vs_library.sh OUT_DIR CANDIDATE_DIR [NAME=value,NAME=value ...]
+#   KH_TRIALS correctness trials (default 3); KH_SWEEP_ARGS extra kh sweep arguments.
+set -u
+out=${1:?usage: bench/kernels/run_candidate_vs_library.sh OUT_DIR CANDIDATE_DIR [KNOBS...]}
+cand=${2:?usage: bench/kernels/run_candidate_vs_library.sh OUT_DIR CANDIDATE_DIR [KNOBS...]}
+shift 2
+kh=${KH:-build/default/kh}
+cache=${KH_CACHE:-build/test-build-cache}
+store="$out/store"
+mkdir -p "$out"
+def=$(sed -n 's/^definition *= *"\(.*\)"/\1/p' "$cand/candidate.toml")
+library=$(grep -l "^definition *= *\"$def\"" kernels/*/candidate.toml | head -1 | xargs -r dirname)
+[ -n "$def" ] && [ -n "$library" ] ||
+  { echo "$cand/candidate.toml: no definition, or no kernels/*/ of definition \"$def\"" >&2; exit 2; }
+
+"$(dirname "$0")/run_correctness.sh" "$out/correctness" "$cand" "${KH_TRIALS:-3}"
+
+cands=("$library" "$cand")
+for knobs in "$@"; do cands+=("$cand@$knobs"); done
+workloads=()
+[ -n "${KH_WORKLOADS:-}" ] && workloads=(--workloads "$KH_WORKLOADS")
+# shellcheck disable=SC2086  # KH_SWEEP_ARGS is a list of arguments
+"$kh" sweep "${cands[@]}" "${workloads[@]}" --backend cuda --timing cupti --trials 1 \
+  --cache "$cache" --store "$store" --json ${KH_SWEEP_ARGS:-} >"$out/sweep.json" 2>"$out/sweep.log"
+echo "sweep rc=$? ($(tail -c 300 "$out/sweep.log" | tr '\n' ' '))"
+
+"$kh" history --store "$store" --json >"$out/history.json" 2>/dev/null
+python3 - "$out/history.json" >"$out/candidates.txt" <<'PY'
+import json, sys
+for c in json.load(open(sys.argv[1])):
+    print(c["hash"][:12], c["name"])
+PY
+base=$(sed -n 's/^name *= *"\(.*\)"/\1/p' "$library/candidate.toml")
+base_hash=$(awk -v n="$base" '$2 == n {print $1; exit}' "$out/candidates.txt")
+while read -r hash name; do
+  "$kh" show "$hash" --store "$store" --json >"$out/show_${name}_$hash.json" 2>/dev/null
+  [ "$hash" = "$base_hash" ] ||
+    "$kh" compare "$base_hash" "$hash" --store "$store" >"$out/compare_${name}_$hash.txt" 2>&1
+done <"$out/candidates.txt"
+"$kh" report "$def" --store "$store" --out "$out/report" >/dev/null 2>&1
+rm -rf "$store/blobs"
