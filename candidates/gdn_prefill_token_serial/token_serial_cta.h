@@ -3,109 +3,39 @@
 // (tests/cta_emulator.h): the CTA's thread index, barrier, lane exchange and shared memory come
 // from a `Cta` object, so both run the same arithmetic and the same indexing.
 //
-// The route runs the reference's recurrence token by token, in fp32, with the state in registers.
-// Every value row of a state evolves on its own (the delta rule mixes only the key dimension), so
-// each row is a chain of T dependent steps and the rows run in parallel. With M = state[n, h] as
-// [v][k] (k-last, like the tensors) and, per token, g and beta from the gates:
-//   sk = row . k,  sq = row . q                          (both from the row before the update)
-//   delta = beta (v_row - g sk)
-//   row <- g row + delta k
-//   out_row = scale (g sq + delta (k . q))               (= scale (row after the update) . q)
+// The route runs the reference's recurrence in fp32 with the state in registers. Every value row
+// of a state evolves on its own (the delta rule mixes only the key dimension), so each row is a
+// chain of T dependent steps and the rows run in parallel. Per token, with g and beta its gates:
+//   delta = beta (v_row - g (row . k)),  row <- g row + delta k,
+//   out_row = scale (row after the update) . q = scale (g (row . q) + delta (k . q))
 // which is the reference's update (old_v = k . g S, S <- g S + k (beta v + (1 - beta) old_v -
-// old_v)) with one reduction round per token for both dot products.
+// old_v)). A reduction round takes R tokens at once: with r the row before the round, the row
+// before token j of the round is alpha_j r + sum_{i<j} w_i k_i (alpha_j the product of the
+// earlier gates, w_i the decayed deltas), so its dot products with k_j and q_j are
+//   alpha_j (r . k_j) + sum_{i<j} w_i (k_i . k_j)   and   alpha_j (r . q_j) + sum_{i<j} w_i (k_i . q_j):
+// one exchange reduces r . k_j and r . q_j for all j, the staging supplies the k_i . k_j and
+// k_i . q_j, and the recurrence over j runs on scalars. Then r <- alpha_R r + sum_i w_i k_i.
 //
-// Lane layout (that of the decode route): 8 lanes per row, lane j holding the float4s j, j + 8,
-// j + 16, j + 24 of the row, so a warp holds 4 rows and a row's dot products reduce over 8 lanes
-// in 3 exchange steps. A CTA holds kSerialRows rows of one (sequence, head); its tokens' k, q
-// (as fp32), v of its rows and gates are staged in shared memory a block of kSerialBlock tokens
-// at a time, the next block's loads in flight while the current block runs.
+// Lane layout: kSerialLanes lanes per row, lane c holding the float4s c, c + L, c + 2L, ... of
+// it, so a row's dot products reduce over L lanes in log2(L) exchange steps.
 #pragma once
 
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
-
-#include <cmath>
-#include <cstdint>
-#include <cstring>
-
-#include "gdn_prefill.cuh"
-#include "tuning.h"
-
-#if defined(__CUDACC__)
-#define KHK_SERIAL_FN __device__ __forceinline__
-#define KHK_UNROLL _Pragma("unroll")
-#else  // the host compiler of the emulation tests
-#define KHK_SERIAL_FN inline
-#define KHK_UNROLL
-#endif
+#include "serial_staging.h"
 
 namespace khk::gdn_prefill {
 
-constexpr int kSerialLanesPerRow = 8;
-constexpr int kSerialRowsPerWarp = 32 / kSerialLanesPerRow;
-constexpr int kSerialVecs = kHeadSize / 4 / kSerialLanesPerRow;  // float4s of a row per lane
-constexpr int kSerialThreads = 32 * kSerialWarps;
-constexpr int kSerialRows = kSerialRowsPerWarp * kSerialWarps;  // value rows per CTA
-constexpr int kSerialTilesPerHead = kHeadSize / kSerialRows;    // CTAs per (sequence, head)
-// k and q move in pieces of 8 bf16 (16 bytes): 16 pieces per token each.
-constexpr int kSerialPiecesPerToken = kHeadSize / 8;
-constexpr int kSerialPieces = kSerialBlock * kSerialPiecesPerToken;
-constexpr int kSerialPiecesPerThread = (kSerialPieces + kSerialThreads - 1) / kSerialThreads;
-constexpr int kSerialVPiecesPerToken = kSerialRows / 8;  // the CTA's v values of one token
-constexpr int kSerialVPieces = kSerialBlock * kSerialVPiecesPerToken;
-constexpr float kSerialSoftplusThreshold = 20.0f;  // torch's softplus is linear above this
-
-static_assert(kSerialThreads >= kSerialBlock, "one thread per token computes the gates");
-static_assert(kSerialThreads >= kSerialVPieces, "one v piece per thread");
-static_assert(kHeadSize % kSerialRows == 0, "the rows of a head split evenly into CTAs");
-
-/// One block of staged tokens.
-struct SerialStage {
-  float k[kSerialBlock][kHeadSize];
-  float q[kSerialBlock][kHeadSize];
-  float v[kSerialBlock][kSerialRows];
-  float4 gates[kSerialBlock];  // g, beta, k . q, unused
-};
-
-/// Shared memory of one CTA: two stages (the current block and the next) and the partial k . q
-/// sums of the block being staged.
-struct SerialSmem {
-  SerialStage stage[2];
-  float kq_part[kSerialBlock][kSerialPiecesPerToken];
-};
-
-/// The raw inputs of the next block, held in registers while the current block runs.
-struct SerialPrefetch {
-  uint4 k[kSerialPiecesPerThread], q[kSerialPiecesPerThread];
-  uint4 v;
-  float a, b;
-};
-
-KHK_SERIAL_FN float bf16_bits_to_float(uint32_t bits16_in_high_half) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(bits16_in_high_half);
-#else
-  float f;
-  std::memcpy(&f, &bits16_in_high_half, sizeof f);
-  return f;
-#endif
+/// acc += a * b, component-wise.
+KHK_SERIAL_FN void fma4(const float4& a, const float4& b, float4& acc) {
+  acc.x = fmaf(a.x, b.x, acc.x);
+  acc.y = fmaf(a.y, b.y, acc.y);
+  acc.z = fmaf(a.z, b.z, acc.z);
+  acc.w = fmaf(a.w, b.w, acc.w);
 }
-
-/// Eight bf16 (16 bytes, lowest address first) as floats.
-KHK_SERIAL_FN void unpack_bf16x8(const uint4& raw, float out[8]) {
-  const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
-KHK_UNROLL
-  for (int i = 0; i < 4; ++i) {
-    out[2 * i] = bf16_bits_to_float(w[i] << 16);
-    out[2 * i + 1] = bf16_bits_to_float(w[i] & 0xffff0000u);
-  }
-}
-
-KHK_SERIAL_FN uint4 load_16_bytes(const void* p) { return *reinterpret_cast<const uint4*>(p); }
 
 // State rows move as 8-byte pairs: the entry guarantees state and new_state 8-byte alignment only.
 KHK_SERIAL_FN float4 load_state4(const float* p) {
-  const float2 lo = reinterpret_cast<const float2*>(p)[0], hi = reinterpret_cast<const float2*>(p)[1];
+  const float2 lo = reinterpret_cast<const float2*>(p)[0];
+  const float2 hi = reinterpret_cast<const float2*>(p)[1];
   return make_float4(lo.x, lo.y, hi.x, hi.y);
 }
 
@@ -118,91 +48,82 @@ KHK_SERIAL_FN void store_state4(float* p, const float4& v) {
 #endif
 }
 
-KHK_SERIAL_FN float dot4(const float4& a, const float4& b) {
-  return (a.x * b.x + a.y * b.y) + (a.z * b.z + a.w * b.w);
-}
-
-/// The raw inputs of the `count` tokens from token `t0` (count <= kSerialBlock) into registers.
-KHK_SERIAL_FN void prefetch_block(const PrefillArgs& args, int tid, int64_t t0, int count, int h,
-                                  int row0, SerialPrefetch& pf) {
-  const int qk = h / kGvaRatio;
-KHK_UNROLL
-  for (int p = 0; p < kSerialPiecesPerThread; ++p) {
-    const int idx = tid + p * kSerialThreads;
-    const int token = idx / kSerialPiecesPerToken, piece = idx % kSerialPiecesPerToken;
-    pf.k[p] = pf.q[p] = make_uint4(0, 0, 0, 0);
-    if (idx < kSerialPieces && token < count) {
-      const int64_t at = ((t0 + token) * kQKHeads + qk) * kHeadSize + piece * 8;
-      pf.k[p] = load_16_bytes(args.k + at);
-      pf.q[p] = load_16_bytes(args.q + at);
-    }
-  }
-  pf.v = make_uint4(0, 0, 0, 0);
-  if (tid < kSerialVPieces) {
-    const int token = tid / kSerialVPiecesPerToken, part = tid % kSerialVPiecesPerToken;
-    if (token < count)
-      pf.v = load_16_bytes(args.v + ((t0 + token) * kVHeads + h) * kHeadSize + row0 + part * 8);
-  }
-  pf.a = pf.b = 0.0f;
-  if (tid < count) {
-    pf.a = __bfloat162float(args.a[(t0 + tid) * kVHeads + h]);
-    pf.b = __bfloat162float(args.b[(t0 + tid) * kVHeads + h]);
-  }
-}
-
-/// Converts a prefetched block into `stage`: k and q as fp32, the CTA's v values, and per token
-/// g, beta (in fp32 as the reference computes them) and k . q. Two barriers; every thread calls it.
+/// Sums each of the 2R values over the lanes of a row (the exchanges of all values interleave).
 template <class Cta>
-KHK_SERIAL_FN void stage_block(Cta& cta, SerialSmem& smem, SerialStage& stage,
-                               const SerialPrefetch& pf, float exp_A_log, float dt_bias) {
-  const int tid = cta.thread();
-KHK_UNROLL
-  for (int p = 0; p < kSerialPiecesPerThread; ++p) {
-    const int idx = tid + p * kSerialThreads;
-    if (idx >= kSerialPieces) continue;
-    const int token = idx / kSerialPiecesPerToken, piece = idx % kSerialPiecesPerToken;
-    float k[8], q[8];
-    unpack_bf16x8(pf.k[p], k);
-    unpack_bf16x8(pf.q[p], q);
-    float kq = 0.0f;
-KHK_UNROLL
-    for (int e = 0; e < 8; ++e) {
-      stage.k[token][piece * 8 + e] = k[e];
-      stage.q[token][piece * 8 + e] = q[e];
-      kq += k[e] * q[e];
-    }
-    smem.kq_part[token][piece] = kq;
+KHK_SERIAL_FN void row_sums(Cta& cta, float (&x)[2 * kSerialRound]) {
+  KHK_UNROLL
+  for (int offset = kSerialLanes / 2; offset > 0; offset /= 2) {
+    float other[2 * kSerialRound];
+    KHK_UNROLL
+    for (int i = 0; i < 2 * kSerialRound; ++i) other[i] = cta.shfl_xor(x[i], offset);
+    KHK_UNROLL
+    for (int i = 0; i < 2 * kSerialRound; ++i) x[i] += other[i];
   }
-  if (tid < kSerialVPieces) {
-    const int token = tid / kSerialVPiecesPerToken, part = tid % kSerialVPiecesPerToken;
-    float v[8];
-    unpack_bf16x8(pf.v, v);
-KHK_UNROLL
-    for (int e = 0; e < 8; ++e) stage.v[token][part * 8 + e] = v[e];
-  }
-  cta.sync();
-  if (tid < kSerialBlock) {
-    float kq = 0.0f;
-KHK_UNROLL
-    for (int piece = 0; piece < kSerialPiecesPerToken; ++piece) kq += smem.kq_part[tid][piece];
-    const float x = pf.a + dt_bias;
-    const float softplus = x > kSerialSoftplusThreshold ? x : log1pf(expf(x));
-    const float g = expf(-exp_A_log * softplus);
-    const float beta = 1.0f / (1.0f + expf(-pf.b));
-    stage.gates[tid] = make_float4(g, beta, kq, 0.0f);
-  }
-  cta.sync();
 }
 
-/// Sum over the 8 lanes of a row, for two values at once (their exchanges interleave).
+/// One reduction round: tokens first .. first + count - 1 (count <= R) of the staged block.
+/// Updates the lane's part of the row and returns, through `out`, the row's outputs. Branch-free
+/// over the round's tokens, so the compiler can overlap their loads and products: a token past
+/// `count` has zero k, q and v in the staging (prefetch_block), so its dot products are zero, and
+/// it is kept out of the recurrence by a unit decay and a zero delta.
 template <class Cta>
-KHK_SERIAL_FN void row_sums(Cta& cta, float& x, float& y) {
-KHK_UNROLL
-  for (int offset = kSerialLanesPerRow / 2; offset > 0; offset /= 2) {
-    const float xo = cta.shfl_xor(x, offset);
-    const float yo = cta.shfl_xor(y, offset);
-    x += xo;
-    y += yo;
+KHK_SERIAL_FN void serial_round(Cta& cta, const SerialStage& st, int round, int count, int col,
+                                int row_in_cta, float scale, float4 (&m)[kSerialVecs],
+                                float (&out)[kSerialRound]) {
+  const int first = round * kSerialRound;
+  float4 k[kSerialRound][kSerialVecs];
+  float dots[2 * kSerialRound];  // r . k_j, then r . q_j
+  KHK_UNROLL
+  for (int j = 0; j < kSerialRound; ++j) {
+    // Four FMA chains per dot product (one per float4 component), summed at the end.
+    float4 sk = make_float4(0.0f, 0.0f, 0.0f, 0.0f), sq = sk;
+    KHK_UNROLL
+    for (int i = 0; i < kSerialVecs; ++i) {
+      k[j][i] = *reinterpret_cast<const float4*>(&st.k[first + j][(col + i * kSerialLanes) * 4]);
+      const float4 q = *reinterpret_cast<const float4*>(&st.q[first + j][(col + i * kSerialLanes) * 4]);
+      fma4(m[i], k[j][i], sk);
+      fma4(m[i], q, sq);
+    }
+    dots[j] = (sk.x + sk.y) + (sk.z + sk.w);
+    dots[kSerialRound + j] = (sq.x + sq.y) + (sq.z + sq.w);
+  }
+  row_sums(cta, dots);
+
+  // The recurrence over the round's tokens, on scalars: the row before token j is
+  // alpha r + sum_{i<j} w[i] k_i.
+  const float* pair = st.pair[round];
+  float alpha = 1.0f, w[kSerialRound];
+  KHK_UNROLL
+  for (int j = 0; j < kSerialRound; ++j) {
+    const bool in = j < count;
+    const float2 gates = st.gates[first + j];
+    const float g = in ? gates.x : 1.0f, beta = in ? gates.y : 0.0f;
+    float sk = alpha * dots[j], sq = alpha * dots[kSerialRound + j];
+    KHK_UNROLL
+    for (int i = 0; i < j; ++i) {
+      sk = fmaf(w[i], pair[j * kSerialRound + i], sk);  // k_j . k_i
+      sq = fmaf(w[i], pair[i * kSerialRound + j], sq);  // k_i . q_j
+    }
+    const float delta = beta * (st.v[first + j][row_in_cta] - g * sk);
+    out[j] = scale * fmaf(delta, pair[j * kSerialRound + j], g * sq);  // k_j . q_j
+    alpha *= g;
+    KHK_UNROLL
+    for (int i = 0; i < j; ++i) w[i] *= g;
+    w[j] = delta;
+  }
+
+  // r <- alpha r + sum_j w[j] k_j: the decay of r is ready before the deltas are.
+  KHK_UNROLL
+  for (int i = 0; i < kSerialVecs; ++i) {
+    float4 r = make_float4(alpha * m[i].x, alpha * m[i].y, alpha * m[i].z, alpha * m[i].w);
+    KHK_UNROLL
+    for (int j = 0; j < kSerialRound; ++j) {
+      r.x = fmaf(w[j], k[j][i].x, r.x);
+      r.y = fmaf(w[j], k[j][i].y, r.y);
+      r.z = fmaf(w[j], k[j][i].z, r.z);
+      r.w = fmaf(w[j], k[j][i].w, r.w);
+    }
+    m[i] = r;
   }
 }
 
@@ -212,23 +133,23 @@ template <class Cta>
 KHK_SERIAL_FN void token_serial_cta(const PrefillArgs& args, int64_t cta_index, Cta& cta) {
   SerialSmem& smem = *reinterpret_cast<SerialSmem*>(cta.smem);
   const int tid = cta.thread();
-  const int lane = tid % 32, warp = tid / 32, col = lane % kSerialLanesPerRow;
+  const int lane = tid % 32, warp = tid / 32, col = lane % kSerialLanes;
   const int tile = static_cast<int>(cta_index % kSerialTilesPerHead);
   const int64_t head = cta_index / kSerialTilesPerHead;  // sequence * 8 + h
   const int h = static_cast<int>(head % kVHeads);
   const int64_t seq = head / kVHeads;
   const int row0 = tile * kSerialRows;
-  const int row = row0 + warp * kSerialRowsPerWarp + lane / kSerialLanesPerRow;
+  const int row_in_cta = warp * kSerialRowsPerWarp + lane / kSerialLanes;
   const int64_t begin = args.cu_seqlens[seq], end = args.cu_seqlens[seq + 1];
   const int64_t length = end > begin ? end - begin : 0;
 
   // The row, loaded first: its latency overlaps the first block's loads and staging. An empty
   // sequence leaves its state at zero whatever the initial state was, as the reference does.
   float4 m[kSerialVecs];
-  const int64_t row_at = (head * kHeadSize + row) * kHeadSize;
-KHK_UNROLL
+  const int64_t row_at = (head * kHeadSize + row0 + row_in_cta) * kHeadSize;
+  KHK_UNROLL
   for (int i = 0; i < kSerialVecs; ++i)
-    m[i] = args.state && length > 0 ? load_state4(args.state + row_at + (col + i * 8) * 4)
+    m[i] = args.state && length > 0 ? load_state4(args.state + row_at + (col + i * kSerialLanes) * 4)
                                     : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 
   if (length > 0) {
@@ -238,7 +159,6 @@ KHK_UNROLL
     prefetch_block(args, tid, begin, static_cast<int>(length < kSerialBlock ? length : kSerialBlock),
                    h, row0, pf);
     stage_block(cta, smem, smem.stage[0], pf, exp_A_log, dt_bias);
-    const int row_in_cta = row - row0;
     for (int64_t blk = 0; blk < blocks; ++blk) {
       const int64_t t0 = begin + blk * kSerialBlock;
       const int64_t left = end - t0;
@@ -251,37 +171,26 @@ KHK_UNROLL
                        row0, pf);
       }
       const SerialStage& st = smem.stage[blk & 1];
-      __nv_bfloat16* out = args.output + (t0 * kVHeads + h) * kHeadSize + row;
-      for (int j = 0; j < count; ++j) {
-        const float4 gates = st.gates[j];
-        const float g = gates.x, beta = gates.y, kq = gates.z;
-        float4 k[kSerialVecs], q[kSerialVecs];
-KHK_UNROLL
-        for (int i = 0; i < kSerialVecs; ++i) {
-          k[i] = *reinterpret_cast<const float4*>(&st.k[j][(col + i * 8) * 4]);
-          q[i] = *reinterpret_cast<const float4*>(&st.q[j][(col + i * 8) * 4]);
+      __nv_bfloat16* out = args.output + (t0 * kVHeads + h) * kHeadSize + row0 + row_in_cta;
+      for (int round = 0; round * kSerialRound < count; ++round) {
+        const int in_round = count - round * kSerialRound;
+        float o[kSerialRound];
+        serial_round(cta, st, round, in_round < kSerialRound ? in_round : kSerialRound, col,
+                     row_in_cta, args.scale, m, o);
+        if (col == 0) {
+          KHK_UNROLL
+          for (int j = 0; j < kSerialRound; ++j)
+            if (j < in_round)
+              out[int64_t{round * kSerialRound + j} * kVHeads * kHeadSize] = __float2bfloat16_rn(o[j]);
         }
-        float sk = (dot4(m[0], k[0]) + dot4(m[1], k[1])) + (dot4(m[2], k[2]) + dot4(m[3], k[3]));
-        float sq = (dot4(m[0], q[0]) + dot4(m[1], q[1])) + (dot4(m[2], q[2]) + dot4(m[3], q[3]));
-        row_sums(cta, sk, sq);
-        const float delta = beta * (st.v[j][row_in_cta] - g * sk);
-        // g * row is ready before delta is: only one FMA per element waits for the reduction.
-KHK_UNROLL
-        for (int i = 0; i < kSerialVecs; ++i) {
-          m[i].x = fmaf(delta, k[i].x, g * m[i].x);
-          m[i].y = fmaf(delta, k[i].y, g * m[i].y);
-          m[i].z = fmaf(delta, k[i].z, g * m[i].z);
-          m[i].w = fmaf(delta, k[i].w, g * m[i].w);
-        }
-        if (col == 0)
-          out[int64_t{j} * kVHeads * kHeadSize] = __float2bfloat16_rn(args.scale * (g * sq + delta * kq));
       }
       if (more) stage_block(cta, smem, smem.stage[(blk + 1) & 1], pf, exp_A_log, dt_bias);
     }
   }
 
-KHK_UNROLL
-  for (int i = 0; i < kSerialVecs; ++i) store_state4(args.new_state + row_at + (col + i * 8) * 4, m[i]);
+  KHK_UNROLL
+  for (int i = 0; i < kSerialVecs; ++i)
+    store_state4(args.new_state + row_at + (col + i * kSerialLanes) * 4, m[i]);
 }
 
 }  // namespace khk::gdn_prefill
