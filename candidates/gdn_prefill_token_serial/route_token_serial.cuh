@@ -2,9 +2,9 @@
 // (sequence, value head, tile of kSerialRows value rows), the rows in registers. It does no tensor
 // work and has a tiny code footprint, so it suits calls whose sequences are short: the chunked
 // route's fixed cost per chunk (K K^T, the inverse, W; about 2.7 us per 16-token tile at <= 256
-// tokens on one H200) buys nothing there. Its time grows with the longest sequence's tokens (each
-// token one reduction round, ~100 cycles) and its issue work with all tokens, so the dispatch
-// takes it only for small totals. The per-CTA program: token_serial_cta.h; its staging:
+// tokens on one H200) buys nothing there. Its time grows with the longest sequence's tokens (one
+// lane exchange per SERIAL_ROUND tokens, ~100 instructions per token per warp at the defaults)
+// and its issue work with all tokens, so the dispatch takes it only for small totals. The per-CTA program: token_serial_cta.h; its staging:
 // serial_staging.h.
 #pragma once
 
