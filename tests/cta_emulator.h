@@ -1,6 +1,6 @@
 // Runs a kernel's per-CTA program on the host, one fiber per CUDA thread, so kernels written
 // against a `Cta` object (thread(), sync(), shfl_xor(), smem; e.g.
-// candidates/gdn_prefill_token_serial/token_serial_cta.h) can be checked against the CPU
+// candidates/gdn_prefill/token_serial_cta.h) can be checked against the CPU
 // references on machines without a GPU.
 //
 // The fibers of a CTA run one at a time, each up to its next barrier; a lane exchange is two

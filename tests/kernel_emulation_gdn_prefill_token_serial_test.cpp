@@ -1,4 +1,4 @@
-// The token-serial GDN prefill route (candidates/gdn_prefill_token_serial), its per-CTA program
+// The token-serial GDN prefill route (candidates/gdn_prefill), its per-CTA program
 // run on the host by the CTA emulator, against the fp64 CPU reference: official workloads, every
 // adversarial variant, extra shapes (one token, sequences across several staging blocks, a
 // zero-length sequence), outputs poisoned before the call, and both fiber orders compared bit for

@@ -42,8 +42,9 @@ import json, sys
 for c in json.load(open(sys.argv[1])):
     print(c["hash"][:12], c["name"])
 PY
-base=$(sed -n 's/^name *= *"\(.*\)"/\1/p' "$library/candidate.toml")
-base_hash=$(awk -v n="$base" '$2 == n {print $1; exit}' "$out/candidates.txt")
+# The library entry's candidate hash (its name may be the candidate's: a next version keeps it).
+base_hash=$("$kh" retained "$def" --source "$library" --store "$store" --json 2>/dev/null |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["source_hash"][:12])')
 while read -r hash name; do
   "$kh" show "$hash" --store "$store" --json >"$out/show_${name}_$hash.json" 2>/dev/null
   [ "$hash" = "$base_hash" ] ||

@@ -1,5 +1,6 @@
-// The knobs of the token-serial route, in one place. Their values come from candidate.toml's
-// [params] (the harness passes -DNAME=value); this header only names them and checks they are set.
+// The knobs of the token-serial route (route_token_serial.cuh), in one place. Their values come
+// from candidate.toml's [params] (the harness passes -DNAME=value; libkhk passes each param's
+// first value); this header only names them and checks they are set.
 #pragma once
 
 #if !defined(SERIAL_WARPS) || !defined(SERIAL_LANES) || !defined(SERIAL_ROUND) || \

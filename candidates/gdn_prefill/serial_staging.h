@@ -13,7 +13,7 @@
 #include <cstring>
 
 #include "gdn_prefill.cuh"
-#include "tuning.h"
+#include "serial_tuning.h"
 
 #if defined(__CUDACC__)
 #define KHK_SERIAL_FN __device__ __forceinline__
