@@ -1,9 +1,10 @@
-// The token-serial GDN prefill route (candidates/gdn_prefill), its per-CTA program
-// run on the host by the CTA emulator, against the fp64 CPU reference: official workloads, every
-// adversarial variant, extra shapes (one token, sequences across several staging blocks, a
-// zero-length sequence), outputs poisoned before the call, and both fiber orders compared bit for
-// bit (a missing barrier changes what a thread reads). Built once per knob configuration the
-// CMakeLists lists (SERIAL_WARPS, SERIAL_BLOCK as -D flags).
+// The token-serial GDN prefill route (candidates/gdn_prefill/token_serial_cta.h), its per-CTA
+// program run on the host by the CTA emulator, against the fp64 CPU reference: shapes of the
+// official small regime, every adversarial variant, extra shapes (one token, staging-block edges,
+// three sequences), outputs poisoned before the call, the in-place state update, and both fiber
+// orders compared bit for bit (a missing barrier changes what a thread reads). Built once per
+// knob configuration tests/CMakeLists.txt lists (SERIAL_WARPS, SERIAL_LANES, SERIAL_ROUND,
+// SERIAL_BLOCK as -D flags).
 #include <cmath>
 #include <cstring>
 #include <string>
