@@ -12,6 +12,11 @@
 // - the fibers run in ascending or descending thread order (Order), so a value read across
 //   threads without a barrier between the write and the read differs between the two orders: a
 //   caller that runs both and compares outputs bit for bit catches missing barriers.
+// What it cannot see: a lane exchange is a CTA-wide barrier here, so a shuffle executed by only
+// some lanes of a warp (divergence the device leaves undefined), or a race between warps that
+// only shuffles separate (warps drift apart on the device, never here), passes. Programs should
+// keep shuffles out of thread-dependent branches and separate cross-warp shared-memory traffic by
+// sync().
 #pragma once
 
 #include <cstddef>
@@ -26,7 +31,7 @@ class CtaEmulator;
 /// What a per-CTA program sees of its thread and CTA.
 class EmulatedCta {
  public:
-  unsigned char* smem = nullptr;  // the CTA's shared memory (16-byte aligned, zeroed per CTA)
+  unsigned char* smem = nullptr;  // the CTA's shared memory (16-byte aligned, 0xff bytes per run)
   int thread() const { return thread_; }
   void sync();
   float shfl_xor(float x, int lane_mask);

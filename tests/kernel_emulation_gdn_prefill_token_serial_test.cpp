@@ -143,6 +143,22 @@ TEST(TokenSerialPrefill, InPlaceStateUpdateIsSafe) {
   EXPECT_TRUE(r.passed()) << r.message;
 }
 
+TEST(TokenSerialPrefill, TokensOutsideEverySequenceGetZeroOutput) {
+  // Only cu_seqlens[-1] == T is required of a call: tokens before the first sequence (and, in a
+  // shorter cu_seqlens, after the last) belong to none, and the reference leaves them zero.
+  Call c = draw(workload("gaps", 30, 2), "", 6);
+  std::int64_t* cu = c.inputs.at("cu_seqlens").data<std::int64_t>();
+  cu[0] = 4;   // tokens 0..3 before the first sequence
+  cu[2] = 27;  // tokens 27..29 after the last
+  if (cu[1] < cu[0] || cu[1] > cu[2]) cu[1] = 15;
+  c.reference = run_cpu_reference(c.def, c.axes, c.inputs);
+  const OutputSet out =
+      run_token_serial(c.def, c.axes, c.inputs, test::CtaEmulator::Order::ascending);
+  const CheckResult r =
+      check_outputs(c.def, c.inputs, c.reference, out, test::reference_grade(c.def));
+  EXPECT_TRUE(r.passed()) << r.message;
+}
+
 TEST(TokenSerialPrefill, EitherThreadOrderGivesTheSameBits) {
   // Threads run one at a time between barriers; reversing their order changes what a thread
   // reads of another's writes unless a barrier separates them.

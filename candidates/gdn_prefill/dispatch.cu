@@ -20,7 +20,8 @@ int chunked_slabs(int64_t num_seqs) {
 }  // namespace
 
 cudaError_t dispatch(const PrefillArgs& args, cudaStream_t stream) {
-  if (args.total_tokens <= kSerialMaxTokens) return launch_token_serial(args, stream);
+  if (kSerialMaxTokens > 0 && args.total_tokens <= kSerialMaxTokens)
+    return launch_token_serial(args, stream);
   switch (chunked_slabs(args.num_seqs)) {
     case 1: return launch_chunked<128>(args, stream);
     case 2: return launch_chunked<64>(args, stream);

@@ -40,6 +40,7 @@ inline cudaError_t launch_token_serial(const PrefillArgs& args, cudaStream_t str
                                              cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (e != cudaSuccess) return e;
   const int64_t ctas = args.num_seqs * kVHeads * kSerialTilesPerHead;
+  if (ctas > 0x7fffffff) return cudaErrorInvalidConfiguration;  // 2^24 sequences at 32 tiles
   token_serial_kernel<<<static_cast<unsigned>(ctas), kSerialThreads, bytes, stream>>>(args);
   return cudaGetLastError();
 }

@@ -65,7 +65,8 @@ KHK_SERIAL_FN void row_sums(Cta& cta, float (&x)[2 * kSerialRound]) {
 /// Updates the lane's part of the row and returns, through `out`, the row's outputs. Branch-free
 /// over the round's tokens, so the compiler can overlap their loads and products: a token past
 /// `count` has zero k, q and v in the staging (prefetch_block), so its dot products are zero, and
-/// it is kept out of the recurrence by a unit decay and a zero delta.
+/// it is kept out of the recurrence by a unit decay and a zero delta (selected, so not even an
+/// overflowed row turns it into 0 * inf).
 template <class Cta>
 KHK_SERIAL_FN void serial_round(Cta& cta, const SerialStage& st, int round, int count, int col,
                                 int row_in_cta, float scale, float4 (&m)[kSerialVecs],
@@ -104,7 +105,7 @@ KHK_SERIAL_FN void serial_round(Cta& cta, const SerialStage& st, int round, int 
       sk = fmaf(w[i], pair[j * kSerialRound + i], sk);  // k_j . k_i
       sq = fmaf(w[i], pair[i * kSerialRound + j], sq);  // k_i . q_j
     }
-    const float delta = beta * (st.v[first + j][row_in_cta] - g * sk);
+    const float delta = in ? beta * (st.v[first + j][row_in_cta] - g * sk) : 0.0f;
     out[j] = scale * fmaf(delta, pair[j * kSerialRound + j], g * sq);  // k_j . q_j
     alpha *= g;
     KHK_UNROLL
@@ -127,6 +128,17 @@ KHK_SERIAL_FN void serial_round(Cta& cta, const SerialStage& st, int round, int 
   }
 }
 
+/// Zeroes the CTA's rows of the output for tokens [from, to) (clamped to [0, T)).
+template <class Cta>
+KHK_SERIAL_FN void clear_rows(const PrefillArgs& args, Cta& cta, int64_t from, int64_t to, int h,
+                              int row0) {
+  from = from < 0 ? 0 : from;
+  to = to > args.total_tokens ? args.total_tokens : to;
+  for (int64_t i = cta.thread(); i < (to - from) * kSerialRows; i += kSerialThreads)
+    args.output[((from + i / kSerialRows) * kVHeads + h) * kHeadSize + row0 + i % kSerialRows] =
+        __float2bfloat16_rn(0.0f);
+}
+
 /// CTA `cta_index` = ((sequence * 8 + head) * kSerialTilesPerHead + tile): rows
 /// tile * kSerialRows ... of that (sequence, head), over all of the sequence's tokens.
 template <class Cta>
@@ -142,6 +154,10 @@ KHK_SERIAL_FN void token_serial_cta(const PrefillArgs& args, int64_t cta_index, 
   const int row_in_cta = warp * kSerialRowsPerWarp + lane / kSerialLanes;
   const int64_t begin = args.cu_seqlens[seq], end = args.cu_seqlens[seq + 1];
   const int64_t length = end > begin ? end - begin : 0;
+  // Tokens before the first sequence or after the last one belong to none: their output is zero,
+  // as in the reference. The first and the last sequence's CTAs clear them, each its own rows.
+  if (seq == 0) clear_rows(args, cta, 0, begin, h, row0);
+  if (seq == args.num_seqs - 1) clear_rows(args, cta, begin + length, args.total_tokens, h, row0);
 
   // The row, loaded first: its latency overlaps the first block's loads and staging. An empty
   // sequence leaves its state at zero whatever the initial state was, as the reference does.
