@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <exception>
 #include <vector>
 
@@ -20,6 +19,7 @@ constexpr int kWarpSize = 32;
 constexpr unsigned char kSharedPoison = 0xff;  // reads of unwritten shared memory give NaNs
 
 thread_local CtaEmulator* t_running = nullptr;
+thread_local EmulatedCta* t_current = nullptr;
 
 }  // namespace
 
@@ -28,69 +28,141 @@ struct CtaEmulator::Fibers {
     ucontext_t context{};
     std::unique_ptr<unsigned char[]> stack;
     EmulatedCta cta;
-    std::int64_t barriers = 0;
+    Wait waiting = Wait::none;       // what it is blocked on (none: runnable or done)
+    std::int64_t warp_barriers = 0;  // warp barriers passed, to match a warp's lanes
     bool done = false;
   };
   ucontext_t scheduler{};
   std::vector<Fiber> fiber;
-  std::vector<float> lanes;  // one exchange slot per thread
-  std::unique_ptr<unsigned char, decltype(&std::free)> shared{nullptr, &std::free};
+  std::vector<unsigned char> slots;  // kSlotBytes per thread, for publish / peer
+  std::unique_ptr<unsigned char, decltype(&std::free)> owned{nullptr, &std::free};
+  unsigned char* shared = nullptr;
   std::size_t shared_bytes = 0;
   const std::function<void(EmulatedCta&)>* program = nullptr;
   int current = 0;
   std::exception_ptr error;
 };
 
-void EmulatedCta::sync() { emulator_->wait_at_barrier(thread_); }
+std::int64_t EmulatedCta::block() const { return emulator_->block_; }
+
+void EmulatedCta::sync() { emulator_->wait(thread_, CtaEmulator::Wait::cta); }
+
+void EmulatedCta::sync_warp() { emulator_->wait(thread_, CtaEmulator::Wait::warp); }
 
 float EmulatedCta::shfl_xor(float x, int lane_mask) {
-  return emulator_->exchange(thread_, x, lane_mask);
+  if (lane_mask < 0 || lane_mask >= kWarpSize)
+    throw Error(fmt::format("shfl_xor: lane mask {} outside the warp", lane_mask));
+  publish(x);
+  const float other = peer<float>(lane() ^ lane_mask);
+  done();
+  return other;
 }
 
-CtaEmulator::CtaEmulator(int threads, std::size_t shared_bytes, Order order)
+unsigned char* EmulatedCta::slot(int thread) const {
+  return emulator_->fibers_->slots.data() + static_cast<std::size_t>(thread) * kSlotBytes;
+}
+
+EmulatedCta& EmulatedCta::current() {
+  if (!t_current) throw Error("EmulatedCta::current(): no emulated CTA is running");
+  return *t_current;
+}
+
+CtaEmulator::CtaEmulator(int threads, std::size_t shared_bytes, Order order, unsigned char* shared)
     : threads_(threads), order_(order), fibers_(std::make_unique<Fibers>()) {
   if (threads <= 0 || threads % kWarpSize != 0 || threads > 1024)
     throw Error(fmt::format("CtaEmulator: {} threads (expected a multiple of 32 up to 1024)",
                             threads));
-  fibers_->fiber.resize(static_cast<std::size_t>(threads));
-  fibers_->lanes.resize(static_cast<std::size_t>(threads));
-  fibers_->shared_bytes = shared_bytes;
-  fibers_->shared.reset(static_cast<unsigned char*>(
-      std::aligned_alloc(16, (shared_bytes + 15) / 16 * 16 + 16)));
+  Fibers& fs = *fibers_;
+  fs.fiber.resize(static_cast<std::size_t>(threads));
+  fs.slots.resize(static_cast<std::size_t>(threads) * EmulatedCta::kSlotBytes);
+  fs.shared_bytes = shared_bytes;
+  if (shared) {
+    fs.shared = shared;
+  } else {
+    fs.owned.reset(static_cast<unsigned char*>(
+        std::aligned_alloc(16, (shared_bytes + 15) / 16 * 16 + 16)));
+    fs.shared = fs.owned.get();
+  }
   for (int t = 0; t < threads; ++t) {
-    auto& f = fibers_->fiber[static_cast<std::size_t>(t)];
+    auto& f = fs.fiber[static_cast<std::size_t>(t)];
     f.stack = std::make_unique<unsigned char[]>(kStackBytes);
     f.cta.emulator_ = this;
     f.cta.thread_ = t;
-    f.cta.smem = fibers_->shared.get();
+    f.cta.smem = fs.shared;
   }
 }
 
 CtaEmulator::~CtaEmulator() = default;
 
-void CtaEmulator::wait_at_barrier(int thread) {
+void CtaEmulator::wait(int thread, Wait kind) {
   auto& f = fibers_->fiber[static_cast<std::size_t>(thread)];
-  ++f.barriers;
+  f.waiting = kind;
   swapcontext(&f.context, &fibers_->scheduler);
 }
 
-float CtaEmulator::exchange(int thread, float x, int lane_mask) {
-  if (lane_mask < 0 || lane_mask >= kWarpSize)
-    throw Error(fmt::format("shfl_xor: lane mask {} outside the warp", lane_mask));
-  fibers_->lanes[static_cast<std::size_t>(thread)] = x;
-  wait_at_barrier(thread);
-  const float other = fibers_->lanes[static_cast<std::size_t>(thread ^ lane_mask)];
-  wait_at_barrier(thread);
-  return other;
+// After every runnable fiber has blocked or finished: complete what barriers can complete, or
+// fail. A warp barrier completes when all 32 lanes of the warp wait at one (with the same count);
+// the CTA barrier when every thread of the CTA waits at it.
+void CtaEmulator::release_or_fail() {
+  Fibers& fs = *fibers_;
+  bool released = false;
+  for (int w = 0; w < threads_ / kWarpSize; ++w) {
+    int at_warp = 0, live = 0;
+    std::int64_t count = -1;
+    for (int l = 0; l < kWarpSize; ++l) {
+      const auto& f = fs.fiber[static_cast<std::size_t>(w * kWarpSize + l)];
+      if (f.done) continue;
+      ++live;
+      if (f.waiting != Wait::warp) continue;
+      ++at_warp;
+      if (count >= 0 && f.warp_barriers != count)
+        throw Error(fmt::format("warp {}: lanes wait at warp barriers {} and {}", w, count,
+                                f.warp_barriers));
+      count = f.warp_barriers;
+    }
+    if (at_warp == 0) continue;
+    if (at_warp != live)
+      throw Error(fmt::format("warp {}: {} of its {} live lanes wait at a warp barrier, the "
+                              "others at the CTA barrier or have exited",
+                              w, at_warp, kWarpSize));
+    if (live != kWarpSize)
+      throw Error(fmt::format("warp {}: a warp barrier with {} of 32 lanes exited", w,
+                              kWarpSize - live));
+    for (int l = 0; l < kWarpSize; ++l) {
+      auto& f = fs.fiber[static_cast<std::size_t>(w * kWarpSize + l)];
+      f.waiting = Wait::none;
+      ++f.warp_barriers;
+    }
+    released = true;
+  }
+  if (released) return;
+  // No warp barrier could complete: every thread must wait at the CTA barrier. One that exited
+  // while others wait is reported too: __syncthreads in code not every thread reaches is
+  // undefined behaviour, even where the hardware lets it pass.
+  for (int t = 0; t < threads_; ++t) {
+    const auto& f = fs.fiber[static_cast<std::size_t>(t)];
+    if (f.done)
+      throw Error(fmt::format("divergent barriers: thread {} exited while others wait at CTA "
+                              "barrier {}",
+                              t, barriers_ + 1));
+    if (f.waiting != Wait::cta)
+      throw Error(fmt::format("deadlock: thread {} waits at a warp barrier no lane of its warp "
+                              "can reach",
+                              t));
+  }
+  for (auto& f : fs.fiber) f.waiting = Wait::none;
+  ++barriers_;
 }
 
-void CtaEmulator::run(const std::function<void(EmulatedCta&)>& program) {
+void CtaEmulator::run(const std::function<void(EmulatedCta&)>& program, std::int64_t block) {
   Fibers& fs = *fibers_;
   fs.program = &program;
   fs.error = nullptr;
-  std::memset(fs.shared.get(), kSharedPoison, fs.shared_bytes);
+  block_ = block;
+  std::memset(fs.shared, kSharedPoison, fs.shared_bytes);
   for (auto& f : fs.fiber) {
-    f.barriers = 0;
+    f.waiting = Wait::none;
+    f.warp_barriers = 0;
     f.done = false;
     getcontext(&f.context);
     f.context.uc_stack.ss_sp = f.stack.get();
@@ -107,35 +179,36 @@ void CtaEmulator::run(const std::function<void(EmulatedCta&)>& program) {
       me.done = true;
     }, 0);
   }
-  CtaEmulator* const outer = t_running;
+  CtaEmulator* const outer_emulator = t_running;
+  EmulatedCta* const outer_cta = t_current;
+  const auto restore = [&] {
+    t_running = outer_emulator;
+    t_current = outer_cta;
+  };
   t_running = this;
   barriers_ = 0;
-  for (;;) {
-    int running = 0;
-    for (int i = 0; i < threads_ && !fs.error; ++i) {
-      const int t = order_ == Order::ascending ? i : threads_ - 1 - i;
-      auto& f = fs.fiber[static_cast<std::size_t>(t)];
-      if (f.done) continue;
-      fs.current = t;
-      swapcontext(&fs.scheduler, &f.context);
-      running += f.done ? 0 : 1;
-    }
-    if (fs.error || running == 0) break;
-    // Every thread waits at the same barrier: none has left, none is at another count.
-    const auto waiting = [](const Fibers::Fiber& f) { return !f.done; };
-    const auto first = std::find_if(fs.fiber.begin(), fs.fiber.end(), waiting);
-    for (int t = 0; t < threads_; ++t) {
-      const auto& f = fs.fiber[static_cast<std::size_t>(t)];
-      if (f.done || f.barriers != first->barriers) {
-        t_running = outer;
-        throw Error(fmt::format("divergent barriers: thread {} {} while thread {} waits at barrier {}",
-                                t, f.done ? "finished" : fmt::format("waits at barrier {}", f.barriers),
-                                first - fs.fiber.begin(), first->barriers));
+  try {
+    for (;;) {
+      int live = 0;
+      for (int i = 0; i < threads_ && !fs.error; ++i) {
+        const int t = order_ == Order::ascending ? i : threads_ - 1 - i;
+        auto& f = fs.fiber[static_cast<std::size_t>(t)];
+        if (f.done || f.waiting != Wait::none) continue;
+        fs.current = t;
+        t_current = &f.cta;
+        swapcontext(&fs.scheduler, &f.context);
+        t_current = nullptr;
       }
+      if (fs.error) break;
+      for (const auto& f : fs.fiber) live += f.done ? 0 : 1;
+      if (live == 0) break;
+      release_or_fail();
     }
-    barriers_ = first->barriers;
+  } catch (...) {
+    restore();
+    throw;
   }
-  t_running = outer;
+  restore();
   if (fs.error) std::rethrow_exception(fs.error);
 }
 

@@ -1,26 +1,29 @@
-// Runs a kernel's per-CTA program on the host, one fiber per CUDA thread, so kernels written
-// against a `Cta` object (thread(), sync(), shfl_xor(), smem; e.g.
-// candidates/gdn_prefill/token_serial_cta.h) can be checked against the CPU
-// references on machines without a GPU.
+// Runs a kernel's per-CTA program on the host, one fiber per CUDA thread, so kernels can be
+// checked against the CPU references on machines without a GPU. Two ways in:
+// - a program written against a `Cta` object (thread(), sync(), shfl_xor(), smem; e.g.
+//   candidates/gdn_prefill/token_serial_cta.h) gets an EmulatedCta;
+// - a CUDA kernel body compiled for the host with tests/cuda_on_host.h, which maps threadIdx,
+//   __syncthreads, the shuffles and the warp-collective PTX (mma, ldmatrix) onto the running
+//   fiber's EmulatedCta::current().
 //
-// The fibers of a CTA run one at a time, each up to its next barrier; a lane exchange is two
-// barriers (write your value, barrier, read your partner's, barrier). Two properties make it a
-// test and not only a simulator:
-// - every thread must reach the same barriers in the same order: a thread that finishes while
-//   another waits, or threads waiting at different barrier counts, is an error (divergent
-//   barriers are undefined behaviour on the device);
+// The fibers of a CTA run one at a time, each up to its next barrier. There are two kinds, as on
+// the device: the CTA barrier (sync, __syncthreads) waits for every thread of the CTA that has
+// not exited, a warp barrier (sync_warp, and inside every lane exchange) for the 32 lanes of one
+// warp, so warps drift apart between CTA barriers. Two properties make it a test and not only a
+// simulator:
+// - barriers must match: a warp whose lanes wait at different kinds of barrier or at warp
+//   barriers of different counts, or a thread that exits while others wait, is an error
+//   (undefined behaviour on the device), and so is a CTA where no barrier can complete;
 // - the fibers run in ascending or descending thread order (Order), so a value read across
 //   threads without a barrier between the write and the read differs between the two orders: a
 //   caller that runs both and compares outputs bit for bit catches missing barriers.
-// What it cannot see: a lane exchange is a CTA-wide barrier here, so a shuffle executed by only
-// some lanes of a warp (divergence the device leaves undefined), or a race between warps that
-// only shuffles separate (warps drift apart on the device, never here), passes. Programs should
-// keep shuffles out of thread-dependent branches and separate cross-warp shared-memory traffic by
-// sync().
+// Shared memory is filled with 0xff bytes before each run (NaN as floats and bf16), so a read of
+// what no thread wrote shows.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 
@@ -31,13 +34,40 @@ class CtaEmulator;
 /// What a per-CTA program sees of its thread and CTA.
 class EmulatedCta {
  public:
-  unsigned char* smem = nullptr;  // the CTA's shared memory (16-byte aligned, 0xff bytes per run)
+  static constexpr std::size_t kSlotBytes = 64;  // the most a lane publishes at once
+
+  unsigned char* smem = nullptr;  // the CTA's shared memory (16-byte aligned)
   int thread() const { return thread_; }
+  int lane() const { return thread_ % 32; }
+  std::int64_t block() const;
+  /// The CTA barrier.
   void sync();
+  /// The warp barrier.
+  void sync_warp();
   float shfl_xor(float x, int lane_mask);
+
+  /// Warp-collective exchange: publish(v) makes v visible to the warp's lanes (a warp barrier),
+  /// peer<T>(l) reads lane l's published value, done() ends the exchange (a warp barrier).
+  template <class T>
+  void publish(const T& v) {
+    static_assert(sizeof(T) <= kSlotBytes, "publish at most kSlotBytes");
+    std::memcpy(slot(thread_), &v, sizeof(T));
+    sync_warp();
+  }
+  template <class T>
+  T peer(int lane) const {
+    T v;
+    std::memcpy(&v, slot(thread_ / 32 * 32 + lane), sizeof(T));
+    return v;
+  }
+  void done() { sync_warp(); }
+
+  /// The fiber running now; an error outside CtaEmulator::run.
+  static EmulatedCta& current();
 
  private:
   friend class CtaEmulator;
+  unsigned char* slot(int thread) const;
   CtaEmulator* emulator_ = nullptr;
   int thread_ = 0;
 };
@@ -46,29 +76,33 @@ class CtaEmulator {
  public:
   enum class Order { ascending, descending };
 
-  /// A CTA of `threads` threads (a multiple of 32) with `shared_bytes` of shared memory.
-  CtaEmulator(int threads, std::size_t shared_bytes, Order order = Order::ascending);
+  /// A CTA of `threads` threads (a multiple of 32) with `shared_bytes` of shared memory, at
+  /// `shared` if given (a kernel's `extern __shared__` array compiled for the host is one buffer).
+  CtaEmulator(int threads, std::size_t shared_bytes, Order order = Order::ascending,
+              unsigned char* shared = nullptr);
   ~CtaEmulator();
   CtaEmulator(const CtaEmulator&) = delete;
   CtaEmulator& operator=(const CtaEmulator&) = delete;
 
-  /// Runs `program` as every thread of one CTA, to the end; rethrows what a thread threw, and
-  /// throws kh::Error on divergent barriers.
-  void run(const std::function<void(EmulatedCta&)>& program);
+  /// Runs `program` as every thread of CTA `block` to the end; rethrows what a thread threw, and
+  /// throws kh::Error on mismatched barriers or a deadlock.
+  void run(const std::function<void(EmulatedCta&)>& program, std::int64_t block = 0);
 
-  /// Barriers every thread of the last run passed.
+  /// CTA barriers every thread of the last run passed.
   std::int64_t barriers() const { return barriers_; }
 
  private:
   friend class EmulatedCta;
   struct Fibers;
-  void wait_at_barrier(int thread);
-  float exchange(int thread, float x, int lane_mask);
+  enum class Wait { none, cta, warp };
+  void wait(int thread, Wait kind);
+  void release_or_fail();
 
   int threads_;
   Order order_;
   std::unique_ptr<Fibers> fibers_;
   std::int64_t barriers_ = 0;
+  std::int64_t block_ = 0;
 };
 
 }  // namespace kh::test

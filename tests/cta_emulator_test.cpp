@@ -23,7 +23,7 @@ TEST(CtaEmulator, ShflXorButterflySumsEveryLaneOfAWarp) {
   });
   for (int t = 0; t < 64; ++t)  // lanes 0..31 sum to 496, lanes 32..63 to 1520
     EXPECT_EQ(sums[static_cast<std::size_t>(t)], t < 32 ? 496.0f : 1520.0f) << t;
-  EXPECT_EQ(emulator.barriers(), 10);  // 5 exchanges, two barriers each
+  EXPECT_EQ(emulator.barriers(), 0);  // lane exchanges wait for the warp only
 }
 
 // Thread t writes smem[t] and reads smem[t ^ 1], with or without a barrier between.
@@ -75,6 +75,49 @@ TEST(CtaEmulator, DivergentBarriersAreAnError) {
     ++ran;
   });
   EXPECT_EQ(ran, 32);
+}
+
+TEST(CtaEmulator, WarpsDriftApartBetweenCtaBarriers) {
+  // Warp 0 exchanges lanes three times while warp 1 exchanges none: legal, since lane exchanges
+  // wait for the warp only. Both then meet at the CTA barrier.
+  CtaEmulator emulator(64, 0);
+  std::vector<float> seen(64);
+  emulator.run([&](EmulatedCta& cta) {
+    float x = static_cast<float>(cta.lane());
+    if (cta.thread() < 32)
+      for (int i = 0; i < 3; ++i) x = cta.shfl_xor(x, 1);
+    cta.sync();
+    seen[static_cast<std::size_t>(cta.thread())] = x;
+  });
+  EXPECT_EQ(emulator.barriers(), 1);
+  EXPECT_EQ(seen[0], 1.0f);   // odd number of swaps with lane 1
+  EXPECT_EQ(seen[32], 0.0f);  // warp 1 kept its own value
+}
+
+TEST(CtaEmulator, AShuffleByPartOfAWarpIsAnError) {
+  CtaEmulator emulator(32, 0);
+  EXPECT_THROW(emulator.run([](EmulatedCta& cta) {
+                 float x = 1.0f;
+                 if (cta.lane() < 16) x = cta.shfl_xor(x, 1);
+                 cta.sync();
+               }),
+               Error);
+}
+
+TEST(CtaEmulator, PublishAndPeerSeeEveryLaneOfTheWarp) {
+  CtaEmulator emulator(64, 0);
+  std::vector<int> sums(64);
+  emulator.run(
+      [&](EmulatedCta& cta) {
+        cta.publish(cta.thread() * 10);
+        int sum = 0;
+        for (int l = 0; l < 32; ++l) sum += cta.peer<int>(l);
+        cta.done();
+        sums[static_cast<std::size_t>(cta.thread())] = sum + static_cast<int>(cta.block());
+      },
+      7);
+  EXPECT_EQ(sums[5], 4960 + 7);    // 10 * (0 + ... + 31), block 7
+  EXPECT_EQ(sums[40], 15200 + 7);  // 10 * (32 + ... + 63)
 }
 
 TEST(CtaEmulator, AThreadsExceptionReachesTheCaller) {
