@@ -12,51 +12,18 @@
 #include <gtest/gtest.h>
 
 #include "cta_emulator.h"
+#include "gdn_prefill_emulation.h"
 #include "kh/check/checker.h"
-#include "kh/gen/input_generator.h"
-#include "kh/ref/cpu_reference.h"
-#include "test_support.h"
 #include "token_serial_cta.h"
 
 namespace kh {
 namespace {
 
 namespace gp = khk::gdn_prefill;
-constexpr const char* kPrefill = "gdn_prefill_qk4_v8_d128_k_last";
-constexpr unsigned char kPoison = 0xff;  // NaN in bf16 and fp32: an unwritten output fails
-
+using test::prefill_args;
+using test::prefill_workload;
 Workload workload(const std::string& uuid, std::int64_t tokens, std::int64_t seqs) {
-  Workload w;
-  w.uuid = uuid;
-  w.axes = {{"total_seq_len", tokens}, {"num_seqs", seqs}, {"len_cu_seqlens", seqs + 1}};
-  return w;
-}
-
-template <typename T>
-const T* input(const InputSet& in, const char* name) {
-  const HostTensor* t = in.find(name);
-  return t ? t->data<T>() : nullptr;
-}
-
-/// The route's arguments for a call on host tensors.
-gp::PrefillArgs prefill_args(const InputSet& in, OutputSet& out) {
-  gp::PrefillArgs args{};
-  args.q = input<__nv_bfloat16>(in, "q");
-  args.k = input<__nv_bfloat16>(in, "k");
-  args.v = input<__nv_bfloat16>(in, "v");
-  args.state = input<float>(in, "state");
-  args.A_log = input<float>(in, "A_log");
-  args.a = input<__nv_bfloat16>(in, "a");
-  args.dt_bias = input<float>(in, "dt_bias");
-  args.b = input<__nv_bfloat16>(in, "b");
-  args.cu_seqlens = input<std::int64_t>(in, "cu_seqlens");
-  const float* scale = input<float>(in, "scale");
-  args.scale = scale && *scale != 0.0f ? *scale : 1.0f / std::sqrt(128.0f);
-  args.output = out.at("output").data<__nv_bfloat16>();
-  args.new_state = out.at("new_state").data<float>();
-  args.total_tokens = in.at("q").shape().at(0);
-  args.num_seqs = in.at("cu_seqlens").shape().at(0) - 1;
-  return args;
+  return prefill_workload(uuid, tokens, seqs);
 }
 
 /// Every CTA of the route's grid, in grid order.
@@ -68,28 +35,15 @@ void run_grid(const gp::PrefillArgs& args, test::CtaEmulator::Order order) {
 }
 
 /// The route's outputs for one call, every output poisoned before it.
-OutputSet run_token_serial(const Definition& def, const AxisValues& axes, const InputSet& in,
-                           test::CtaEmulator::Order order) {
-  OutputSet out = allocate_outputs(def, axes);
-  for (auto& item : out) std::memset(item.tensor.bytes(), kPoison, item.tensor.nbytes());
-  run_grid(prefill_args(in, out), order);
+OutputSet run_token_serial(const test::PrefillCall& c, test::CtaEmulator::Order order) {
+  OutputSet out = test::poisoned_outputs(c);
+  run_grid(prefill_args(c.inputs, out), order);
   return out;
 }
 
-struct Call {
-  Definition def = test::shipped_definition(kPrefill);
-  InputSet inputs;
-  OutputSet reference;
-  AxisValues axes;
-};
-
+using Call = test::PrefillCall;
 Call draw(const Workload& w, const std::string& variant, std::int64_t trial) {
-  Call c;
-  const InputGenerator gen(c.def, w, test::source_dir(), {kDefaultSeed, variant});
-  c.axes = gen.axes();
-  c.inputs = gen.generate(trial);
-  c.reference = run_cpu_reference(c.def, c.axes, c.inputs);
-  return c;
+  return test::draw_prefill_call(w, variant, trial);
 }
 
 void expect_matches_reference(const Workload& w, const std::string& variant = "",
@@ -97,7 +51,7 @@ void expect_matches_reference(const Workload& w, const std::string& variant = ""
   SCOPED_TRACE("workload " + w.uuid + (variant.empty() ? "" : " variant " + variant));
   const Call c = draw(w, variant, trial);
   const OutputSet out =
-      run_token_serial(c.def, c.axes, c.inputs, test::CtaEmulator::Order::ascending);
+      run_token_serial(c, test::CtaEmulator::Order::ascending);
   // fp32 throughout, like the reference: the official rule and the tighter reference grade.
   for (const CheckOptions& options : {official_options(c.def, false), test::reference_grade(c.def)}) {
     const CheckResult r = check_outputs(c.def, c.inputs, c.reference, out, options);
@@ -123,7 +77,7 @@ TEST(TokenSerialPrefill, MatchesTheReferenceOnExtraShapes) {
 }
 
 TEST(TokenSerialPrefill, MatchesTheReferenceUnderEveryVariant) {
-  const Definition def = test::shipped_definition(kPrefill);
+  const Definition def = test::shipped_definition(test::kGdnPrefill);
   for (const auto& v : InputGenerator::variants(def))
     expect_matches_reference(workload("variants", 40, 3), v.name, 7);
 }
@@ -133,7 +87,7 @@ TEST(TokenSerialPrefill, InPlaceStateUpdateIsSafe) {
   const Call c = draw(workload("in-place", 20, 2), "", 4);
   InputSet in = c.inputs.clone();
   OutputSet out = allocate_outputs(c.def, c.axes);
-  std::memset(out.at("output").bytes(), kPoison, out.at("output").nbytes());
+  std::memset(out.at("output").bytes(), test::kOutputPoison, out.at("output").nbytes());
   gp::PrefillArgs args = prefill_args(in, out);
   args.new_state = in.at("state").data<float>();  // == args.state
   run_grid(args, test::CtaEmulator::Order::descending);
@@ -153,7 +107,7 @@ TEST(TokenSerialPrefill, TokensOutsideEverySequenceGetZeroOutput) {
   if (cu[1] < cu[0] || cu[1] > cu[2]) cu[1] = 15;
   c.reference = run_cpu_reference(c.def, c.axes, c.inputs);
   const OutputSet out =
-      run_token_serial(c.def, c.axes, c.inputs, test::CtaEmulator::Order::ascending);
+      run_token_serial(c, test::CtaEmulator::Order::ascending);
   const CheckResult r =
       check_outputs(c.def, c.inputs, c.reference, out, test::reference_grade(c.def));
   EXPECT_TRUE(r.passed()) << r.message;
@@ -164,9 +118,9 @@ TEST(TokenSerialPrefill, EitherThreadOrderGivesTheSameBits) {
   // reads of another's writes unless a barrier separates them.
   const Call c = draw(workload("orders", gp::kSerialBlock + 5, 2), "", 5);
   const OutputSet up =
-      run_token_serial(c.def, c.axes, c.inputs, test::CtaEmulator::Order::ascending);
+      run_token_serial(c, test::CtaEmulator::Order::ascending);
   const OutputSet down =
-      run_token_serial(c.def, c.axes, c.inputs, test::CtaEmulator::Order::descending);
+      run_token_serial(c, test::CtaEmulator::Order::descending);
   for (std::size_t i = 0; i < up.size(); ++i)
     EXPECT_TRUE(up[i].tensor.bytes_equal(down[i].tensor)) << up[i].name;
 }

@@ -505,9 +505,9 @@ __global__ void __launch_bounds__(kVS * 2, 1) chunked_prefill_kernel(PrefillArgs
   }
 }
 
+#if defined(__CUDACC__)  // a host build (the tests' CTA emulator) runs the kernel body itself
 /// Launches the chunked route with value slabs of kVS columns: one CTA per (sequence, head,
 /// slab), CTA order (sequence, head, slab) so the slabs of a head share their K and Q in L2.
-/// Launches the chunked route with value slabs of kVS columns: one CTA per (sequence, head, slab).
 /// The opt-in to more than 48 KB of shared memory is set on every call: it is no stream operation
 /// (a captured call may make it) and costs the host a microsecond. A flag remembering it would be
 /// a template static, which the dynamic linker unifies across every loaded library that holds this
@@ -523,5 +523,6 @@ cudaError_t launch_chunked(const PrefillArgs& args, cudaStream_t stream) {
   chunked_prefill_kernel<kVS><<<static_cast<unsigned>(ctas), kVS * 2, bytes, stream>>>(args);
   return cudaGetLastError();
 }
+#endif
 
 }  // namespace khk::gdn_prefill

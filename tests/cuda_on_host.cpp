@@ -1,0 +1,112 @@
+// The warp-collective PTX of the kernels, for their host builds under the CTA emulator: every
+// lane publishes its fragment registers (or row address), then computes its own result from the
+// whole warp's, by the fragment layouts of the PTX ISA ("Matrix fragments for mma.m16n8k16",
+// "... mma.m16n8k8" with .tf32, and ldmatrix). Products are exact and summed in double, then
+// rounded once: at least as accurate as the tensor cores, which is what a check against a
+// reference needs.
+#include <cstdint>
+#include <cstring>
+
+#include "cta_emulator.h"
+
+namespace khk_host {
+namespace {
+
+using kh::test::EmulatedCta;
+
+float bf16_at(uint32_t packed, int half) {
+  const uint32_t bits = half ? packed & 0xffff0000u : packed << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+float tf32_value(uint32_t bits) {  // the tensor cores read 19 bits; the low 13 are ignored
+  bits &= 0xffffe000u;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+uint16_t b16_at(const void* row, int col) {
+  uint16_t v;
+  std::memcpy(&v, static_cast<const unsigned char*>(row) + 2 * col, sizeof v);
+  return v;
+}
+
+struct MmaFragments {
+  uint32_t a[4], b[2];
+};
+
+}  // namespace
+
+void ldmatrix_x4(uint32_t (&r)[4], const void* row, bool trans) {
+  EmulatedCta& cta = EmulatedCta::current();
+  cta.publish(row);
+  const int lane = cta.lane(), g = lane / 4, c = lane % 4;
+  for (int m = 0; m < 4; ++m) {
+    uint16_t lo, hi;
+    if (trans) {  // elements [2c][g] and [2c + 1][g] of matrix m
+      lo = b16_at(cta.peer<const void*>(8 * m + 2 * c), g);
+      hi = b16_at(cta.peer<const void*>(8 * m + 2 * c + 1), g);
+    } else {  // elements [g][2c] and [g][2c + 1]
+      const void* p = cta.peer<const void*>(8 * m + g);
+      lo = b16_at(p, 2 * c);
+      hi = b16_at(p, 2 * c + 1);
+    }
+    r[m] = static_cast<uint32_t>(lo) | static_cast<uint32_t>(hi) << 16;
+  }
+  cta.done();
+}
+
+void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  EmulatedCta& cta = EmulatedCta::current();
+  cta.publish(MmaFragments{{a[0], a[1], a[2], a[3]}, {b0, b1}});
+  float A[16][16], B[16][8];
+  for (int l = 0; l < 32; ++l) {
+    const MmaFragments f = cta.peer<MmaFragments>(l);
+    const int g = l / 4, c = l % 4;
+    for (int h = 0; h < 2; ++h) {
+      A[g][2 * c + h] = bf16_at(f.a[0], h);
+      A[g + 8][2 * c + h] = bf16_at(f.a[1], h);
+      A[g][2 * c + 8 + h] = bf16_at(f.a[2], h);
+      A[g + 8][2 * c + 8 + h] = bf16_at(f.a[3], h);
+      B[2 * c + h][g] = bf16_at(f.b[0], h);
+      B[2 * c + 8 + h][g] = bf16_at(f.b[1], h);
+    }
+  }
+  cta.done();
+  const int g = cta.lane() / 4, c = cta.lane() % 4;
+  for (int i = 0; i < 4; ++i) {
+    const int row = g + 8 * (i / 2), col = 2 * c + i % 2;
+    double sum = 0.0;
+    for (int k = 0; k < 16; ++k) sum += static_cast<double>(A[row][k]) * B[k][col];
+    d[i] = static_cast<float>(d[i] + sum);
+  }
+}
+
+void mma_m16n8k8_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  EmulatedCta& cta = EmulatedCta::current();
+  cta.publish(MmaFragments{{a[0], a[1], a[2], a[3]}, {b0, b1}});
+  float A[16][8], B[8][8];
+  for (int l = 0; l < 32; ++l) {
+    const MmaFragments f = cta.peer<MmaFragments>(l);
+    const int g = l / 4, c = l % 4;
+    A[g][c] = tf32_value(f.a[0]);
+    A[g + 8][c] = tf32_value(f.a[1]);
+    A[g][c + 4] = tf32_value(f.a[2]);
+    A[g + 8][c + 4] = tf32_value(f.a[3]);
+    B[c][g] = tf32_value(f.b[0]);
+    B[c + 4][g] = tf32_value(f.b[1]);
+  }
+  cta.done();
+  const int g = cta.lane() / 4, c = cta.lane() % 4;
+  for (int i = 0; i < 4; ++i) {
+    const int row = g + 8 * (i / 2), col = 2 * c + i % 2;
+    double sum = 0.0;
+    for (int k = 0; k < 8; ++k) sum += static_cast<double>(A[row][k]) * B[k][col];
+    d[i] = static_cast<float>(d[i] + sum);
+  }
+}
+
+}  // namespace khk_host

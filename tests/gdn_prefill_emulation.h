@@ -1,0 +1,78 @@
+// What the GDN prefill kernel emulation tests share: a workload of given axes, one call's inputs
+// with the CPU reference's outputs, and the kernels' argument struct over host tensors.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "gdn_prefill.cuh"
+#include "kh/gen/input_generator.h"
+#include "kh/ref/cpu_reference.h"
+#include "test_support.h"
+
+namespace kh::test {
+
+constexpr const char* kGdnPrefill = "gdn_prefill_qk4_v8_d128_k_last";
+constexpr unsigned char kOutputPoison = 0xff;  // NaN in bf16 and fp32: an unwritten output fails
+
+inline Workload prefill_workload(const std::string& uuid, std::int64_t tokens, std::int64_t seqs) {
+  Workload w;
+  w.uuid = uuid;
+  w.axes = {{"total_seq_len", tokens}, {"num_seqs", seqs}, {"len_cu_seqlens", seqs + 1}};
+  return w;
+}
+
+struct PrefillCall {
+  Definition def = shipped_definition(kGdnPrefill);
+  InputSet inputs;
+  OutputSet reference;
+  AxisValues axes;
+};
+
+inline PrefillCall draw_prefill_call(const Workload& w, const std::string& variant,
+                                     std::int64_t trial) {
+  PrefillCall c;
+  const InputGenerator gen(c.def, w, source_dir(), {kDefaultSeed, variant});
+  c.axes = gen.axes();
+  c.inputs = gen.generate(trial);
+  c.reference = run_cpu_reference(c.def, c.axes, c.inputs);
+  return c;
+}
+
+/// Outputs of the definition's shapes, every byte poisoned.
+inline OutputSet poisoned_outputs(const PrefillCall& c) {
+  OutputSet out = allocate_outputs(c.def, c.axes);
+  for (auto& item : out) std::memset(item.tensor.bytes(), kOutputPoison, item.tensor.nbytes());
+  return out;
+}
+
+template <typename T>
+const T* tensor_or_null(const InputSet& in, const char* name) {
+  const HostTensor* t = in.find(name);
+  return t ? t->data<T>() : nullptr;
+}
+
+/// The kernels' arguments for a call on host tensors.
+inline khk::gdn_prefill::PrefillArgs prefill_args(const InputSet& in, OutputSet& out) {
+  khk::gdn_prefill::PrefillArgs args{};
+  args.q = tensor_or_null<__nv_bfloat16>(in, "q");
+  args.k = tensor_or_null<__nv_bfloat16>(in, "k");
+  args.v = tensor_or_null<__nv_bfloat16>(in, "v");
+  args.state = tensor_or_null<float>(in, "state");
+  args.A_log = tensor_or_null<float>(in, "A_log");
+  args.a = tensor_or_null<__nv_bfloat16>(in, "a");
+  args.dt_bias = tensor_or_null<float>(in, "dt_bias");
+  args.b = tensor_or_null<__nv_bfloat16>(in, "b");
+  args.cu_seqlens = tensor_or_null<std::int64_t>(in, "cu_seqlens");
+  const float* scale = tensor_or_null<float>(in, "scale");
+  args.scale = scale && *scale != 0.0f ? *scale : 1.0f / std::sqrt(128.0f);
+  args.output = out.at("output").data<__nv_bfloat16>();
+  args.new_state = out.at("new_state").data<float>();
+  args.total_tokens = in.at("q").shape().at(0);
+  args.num_seqs = in.at("cu_seqlens").shape().at(0) - 1;
+  return args;
+}
+
+}  // namespace kh::test

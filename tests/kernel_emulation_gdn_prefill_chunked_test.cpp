@@ -1,0 +1,74 @@
+// The chunked GDN prefill route (candidates/gdn_prefill/route_chunked.cuh, the library's route),
+// its CUDA kernel body compiled for the host and run by the CTA emulator (tests/cuda_on_host.h:
+// threadIdx, barriers, shuffles; the mma.sync and ldmatrix fragments of cuda_on_host.cpp) against
+// the fp64 CPU reference, at the official tolerance: shapes of one and several chunks, a partial
+// last tile, three sequences, the adversarial variants, both thread orders bit for bit. The route
+// has passed every official workload on an H200, so this also checks the emulation of its PTX.
+#include "cuda_on_host.h"  // first: the builtins the kernel body uses
+
+#include <algorithm>
+
+#include <gtest/gtest.h>
+
+#include "gdn_prefill_emulation.h"
+#include "kh/check/checker.h"
+#include "route_chunked.cuh"
+
+namespace khk::gdn_prefill {
+// The kernel's `extern __shared__` array: one buffer, as the emulator runs one CTA at a time.
+constexpr int kLargestChunkSmem = std::max({ChunkSmem<16>::kBytes, ChunkSmem<32>::kBytes,
+                                            ChunkSmem<64>::kBytes, ChunkSmem<128>::kBytes});
+alignas(16) unsigned char smem[kLargestChunkSmem];
+}  // namespace khk::gdn_prefill
+
+namespace kh {
+namespace {
+
+namespace gp = khk::gdn_prefill;
+using test::CtaEmulator;
+
+/// Every CTA of the chunked route at value slabs of kVS columns, in grid order.
+template <int kVS>
+OutputSet run_chunked(const test::PrefillCall& c, CtaEmulator::Order order) {
+  OutputSet out = test::poisoned_outputs(c);
+  const gp::PrefillArgs args = test::prefill_args(c.inputs, out);
+  CtaEmulator emulator(kVS * 2, gp::ChunkSmem<kVS>::kBytes, order, gp::smem);
+  const std::int64_t ctas = args.num_seqs * gp::kVHeads * (gp::kHeadSize / kVS);
+  for (std::int64_t cta = 0; cta < ctas; ++cta)
+    emulator.run([&](test::EmulatedCta&) { gp::chunked_prefill_kernel<kVS>(args); }, cta);
+  return out;
+}
+
+template <int kVS>
+void expect_matches_reference(const Workload& w, const std::string& variant = "",
+                              std::int64_t trial = 0) {
+  SCOPED_TRACE("workload " + w.uuid + " at " + std::to_string(kVS) + " value columns per CTA" +
+               (variant.empty() ? "" : ", variant " + variant));
+  const test::PrefillCall c = test::draw_prefill_call(w, variant, trial);
+  const OutputSet out = run_chunked<kVS>(c, CtaEmulator::Order::ascending);
+  const CheckResult r = check_outputs(c.def, c.inputs, c.reference, out, official_options(c.def, false));
+  EXPECT_TRUE(r.passed()) << r.message << " (max abs " << r.max_absolute_error << ", max rel "
+                          << r.max_relative_error << ")";
+}
+
+TEST(ChunkedPrefillEmulation, MatchesTheReferenceWithinAndAcrossChunks) {
+  expect_matches_reference<64>(test::prefill_workload("one-tile", 9, 1));
+  expect_matches_reference<64>(test::prefill_workload("two-chunks", 100, 1), "", 1);
+  expect_matches_reference<128>(test::prefill_workload("three-seqs", 90, 3), "", 2);
+}
+
+TEST(ChunkedPrefillEmulation, MatchesTheReferenceUnderTheVariants) {
+  for (const char* v : {"absent_state", "zero_length"})
+    expect_matches_reference<32>(test::prefill_workload("variants", 40, 2), v, 3);
+}
+
+TEST(ChunkedPrefillEmulation, EitherThreadOrderGivesTheSameBits) {
+  const test::PrefillCall c = test::draw_prefill_call(test::prefill_workload("orders", 70, 1), "", 4);
+  const OutputSet up = run_chunked<64>(c, CtaEmulator::Order::ascending);
+  const OutputSet down = run_chunked<64>(c, CtaEmulator::Order::descending);
+  for (std::size_t i = 0; i < up.size(); ++i)
+    EXPECT_TRUE(up[i].tensor.bytes_equal(down[i].tensor)) << up[i].name;
+}
+
+}  // namespace
+}  // namespace kh
