@@ -100,13 +100,23 @@ void CtaEmulator::wait(int thread, Wait kind) {
   swapcontext(&f.context, &fibers_->scheduler);
 }
 
-// After every runnable fiber has blocked or finished: complete what barriers can complete, or
-// fail. A warp barrier completes when all 32 lanes of the warp wait at one (with the same count);
-// the CTA barrier when every thread of the CTA waits at it.
-void CtaEmulator::release_or_fail() {
+// Runs warp `w` as far as it goes before the CTA barrier: its runnable lanes in order, then
+// again each time all 32 wait at a warp barrier (with the same count), until every lane waits at
+// the CTA barrier or has exited. Lanes split between kinds of barrier, or between counts, are an
+// error; so is a warp barrier some lanes exited before.
+void CtaEmulator::run_warp(int w) {
   Fibers& fs = *fibers_;
-  bool released = false;
-  for (int w = 0; w < threads_ / kWarpSize; ++w) {
+  for (;;) {
+    for (int i = 0; i < kWarpSize && !fs.error; ++i) {
+      const int t = w * kWarpSize + (order_ == Order::ascending ? i : kWarpSize - 1 - i);
+      auto& f = fs.fiber[static_cast<std::size_t>(t)];
+      if (f.done || f.waiting != Wait::none) continue;
+      fs.current = t;
+      t_current = &f.cta;
+      swapcontext(&fs.scheduler, &f.context);
+      t_current = nullptr;
+    }
+    if (fs.error) return;
     int at_warp = 0, live = 0;
     std::int64_t count = -1;
     for (int l = 0; l < kWarpSize; ++l) {
@@ -120,11 +130,11 @@ void CtaEmulator::release_or_fail() {
                                 f.warp_barriers));
       count = f.warp_barriers;
     }
-    if (at_warp == 0) continue;
+    if (at_warp == 0) return;  // at the CTA barrier, or done
     if (at_warp != live)
       throw Error(fmt::format("warp {}: {} of its {} live lanes wait at a warp barrier, the "
-                              "others at the CTA barrier or have exited",
-                              w, at_warp, kWarpSize));
+                              "others at the CTA barrier",
+                              w, at_warp, live));
     if (live != kWarpSize)
       throw Error(fmt::format("warp {}: a warp barrier with {} of 32 lanes exited", w,
                               kWarpSize - live));
@@ -133,22 +143,20 @@ void CtaEmulator::release_or_fail() {
       f.waiting = Wait::none;
       ++f.warp_barriers;
     }
-    released = true;
   }
-  if (released) return;
-  // No warp barrier could complete: every thread must wait at the CTA barrier. One that exited
-  // while others wait is reported too: __syncthreads in code not every thread reaches is
-  // undefined behaviour, even where the hardware lets it pass.
+}
+
+// Every warp has run up to the CTA barrier: release it, or fail. A thread that exited while others
+// wait is an error too: __syncthreads in code not every thread reaches is undefined behaviour,
+// even where the hardware lets it pass.
+void CtaEmulator::release_cta_barrier() {
+  Fibers& fs = *fibers_;
   for (int t = 0; t < threads_; ++t) {
     const auto& f = fs.fiber[static_cast<std::size_t>(t)];
     if (f.done)
       throw Error(fmt::format("divergent barriers: thread {} exited while others wait at CTA "
                               "barrier {}",
                               t, barriers_ + 1));
-    if (f.waiting != Wait::cta)
-      throw Error(fmt::format("deadlock: thread {} waits at a warp barrier no lane of its warp "
-                              "can reach",
-                              t));
   }
   for (auto& f : fs.fiber) f.waiting = Wait::none;
   ++barriers_;
@@ -189,20 +197,14 @@ void CtaEmulator::run(const std::function<void(EmulatedCta&)>& program, std::int
   barriers_ = 0;
   try {
     for (;;) {
-      int live = 0;
-      for (int i = 0; i < threads_ && !fs.error; ++i) {
-        const int t = order_ == Order::ascending ? i : threads_ - 1 - i;
-        auto& f = fs.fiber[static_cast<std::size_t>(t)];
-        if (f.done || f.waiting != Wait::none) continue;
-        fs.current = t;
-        t_current = &f.cta;
-        swapcontext(&fs.scheduler, &f.context);
-        t_current = nullptr;
-      }
+      // Warps one after another, each as far as it goes: a value one warp reads of another's
+      // writes without a CTA barrier between differs between the two orders.
+      for (int i = 0; i < threads_ / kWarpSize && !fs.error; ++i)
+        run_warp(order_ == Order::ascending ? i : threads_ / kWarpSize - 1 - i);
       if (fs.error) break;
-      for (const auto& f : fs.fiber) live += f.done ? 0 : 1;
-      if (live == 0) break;
-      release_or_fail();
+      if (std::all_of(fs.fiber.begin(), fs.fiber.end(), [](const auto& f) { return f.done; }))
+        break;
+      release_cta_barrier();
     }
   } catch (...) {
     restore();

@@ -14,9 +14,10 @@
 // - barriers must match: a warp whose lanes wait at different kinds of barrier or at warp
 //   barriers of different counts, or a thread that exits while others wait, is an error
 //   (undefined behaviour on the device), and so is a CTA where no barrier can complete;
-// - the fibers run in ascending or descending thread order (Order), so a value read across
-//   threads without a barrier between the write and the read differs between the two orders: a
-//   caller that runs both and compares outputs bit for bit catches missing barriers.
+// - warps, and lanes within a warp, run in ascending or descending order (Order), so a value read
+//   across warps without a CTA barrier between the write and the read, or across lanes without a
+//   warp barrier, differs between the two orders: a caller that runs both and compares outputs
+//   bit for bit catches missing barriers.
 // Shared memory is filled with 0xff bytes before each run (NaN as floats and bf16), so a read of
 // what no thread wrote shows.
 #pragma once
@@ -96,7 +97,8 @@ class CtaEmulator {
   struct Fibers;
   enum class Wait { none, cta, warp };
   void wait(int thread, Wait kind);
-  void release_or_fail();
+  void run_warp(int warp);
+  void release_cta_barrier();
 
   int threads_;
   Order order_;
