@@ -7,17 +7,21 @@
 #include "cuda_on_host.h"  // first: the builtins the kernel body uses
 
 #include <algorithm>
+#include <cmath>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "gdn_prefill_emulation.h"
 #include "kh/check/checker.h"
 #include "route_chunked.cuh"
+#include "route_context_parallel.cuh"
 
 namespace khk::gdn_prefill {
 // The kernel's `extern __shared__` array: one buffer, as the emulator runs one CTA at a time.
 constexpr int kLargestChunkSmem = std::max({ChunkSmem<16>::kBytes, ChunkSmem<32>::kBytes,
-                                            ChunkSmem<64>::kBytes, ChunkSmem<128>::kBytes});
+                                            ChunkSmem<64>::kBytes, ChunkSmem<128>::kBytes,
+                                            kScanSmemBytes});
 alignas(16) unsigned char smem[kLargestChunkSmem];
 }  // namespace khk::gdn_prefill
 
@@ -60,6 +64,53 @@ TEST(ChunkedPrefillEmulation, MatchesTheReferenceWithinAndAcrossChunks) {
 TEST(ChunkedPrefillEmulation, MatchesTheReferenceUnderTheVariants) {
   for (const char* v : {"absent_state", "zero_length"})
     expect_matches_reference<32>(test::prefill_workload("variants", 40, 2), v, 3);
+}
+
+/// The context-parallel route's four launches in order, `groups` groups per sequence.
+template <int kVS>
+OutputSet run_context_parallel(const test::PrefillCall& c, int groups, CtaEmulator::Order order) {
+  OutputSet out = test::poisoned_outputs(c);
+  const gp::PrefillArgs args = test::prefill_args(c.inputs, out);
+  std::vector<float> workspace(
+      static_cast<std::size_t>(gp::context_parallel_workspace_floats(args.num_seqs, groups)),
+      std::nanf(""));
+  const std::int64_t maps = args.num_seqs * gp::kVHeads * groups * gp::kStateFloats;
+  const gp::GroupArgs ga{groups, workspace.data(), workspace.data() + maps,
+                         workspace.data() + 2 * maps};
+  const std::int64_t ctas = args.num_seqs * gp::kVHeads * (gp::kHeadSize / kVS) * groups;
+  CtaEmulator chunks(kVS * 2, gp::ChunkSmem<kVS>::kBytes, order, gp::smem);
+  for (std::int64_t cta = 0; cta < ctas; ++cta)
+    chunks.run([&](test::EmulatedCta&) {
+      gp::chunked_prefill_kernel<kVS, gp::ChunkPass::kTransfer>(args, ga); }, cta);
+  for (std::int64_t cta = 0; cta < ctas; ++cta)
+    chunks.run([&](test::EmulatedCta&) {
+      gp::chunked_prefill_kernel<kVS, gp::ChunkPass::kLocal>(args, ga); }, cta);
+  CtaEmulator scan(gp::kScanThreads, gp::kScanSmemBytes, order, gp::smem);
+  for (std::int64_t cta = 0; cta < args.num_seqs * gp::kVHeads * (gp::kHeadSize / gp::kScanRows); ++cta)
+    scan.run([&](test::EmulatedCta&) { gp::context_parallel_scan_kernel(args, ga); }, cta);
+  for (std::int64_t cta = 0; cta < ctas; ++cta)
+    chunks.run([&](test::EmulatedCta&) {
+      gp::chunked_prefill_kernel<kVS, gp::ChunkPass::kFromEntry>(args, ga); }, cta);
+  return out;
+}
+
+void expect_context_parallel_matches(const Workload& w, int groups, const std::string& variant,
+                                     std::int64_t trial) {
+  SCOPED_TRACE("workload " + w.uuid + " in " + std::to_string(groups) + " groups" +
+               (variant.empty() ? "" : ", variant " + variant));
+  const test::PrefillCall c = test::draw_prefill_call(w, variant, trial);
+  const OutputSet out = run_context_parallel<64>(c, groups, CtaEmulator::Order::ascending);
+  const CheckResult r = check_outputs(c.def, c.inputs, c.reference, out, official_options(c.def, false));
+  EXPECT_TRUE(r.passed()) << r.message << " (max abs " << r.max_absolute_error << ", max rel "
+                          << r.max_relative_error << ")";
+}
+
+TEST(ContextParallelPrefillEmulation, MatchesTheReferenceAcrossGroups) {
+  // 5 chunks in 3 groups (2, 2, 1 chunks), the last one partial; then more groups than a short
+  // sequence has chunks (empty groups map the state to itself).
+  expect_context_parallel_matches(test::prefill_workload("five-chunks", 300, 1), 3, "", 0);
+  expect_context_parallel_matches(test::prefill_workload("two-seqs", 200, 2), 4, "", 1);
+  expect_context_parallel_matches(test::prefill_workload("zero-length", 150, 3), 2, "zero_length", 2);
 }
 
 TEST(ChunkedPrefillEmulation, EitherThreadOrderGivesTheSameBits) {
