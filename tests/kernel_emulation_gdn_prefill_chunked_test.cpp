@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -66,11 +67,16 @@ TEST(ChunkedPrefillEmulation, MatchesTheReferenceUnderTheVariants) {
     expect_matches_reference<32>(test::prefill_workload("variants", 40, 2), v, 3);
 }
 
-/// The context-parallel route's four launches in order, `groups` groups per sequence.
+/// The context-parallel route's four launches in order, `groups` groups per sequence. In place:
+/// new_state is the state itself, and each launch runs its CTAs last first (the device promises
+/// no order), so the last group ends before group 0 begins.
 template <int kVS>
-OutputSet run_context_parallel(const test::PrefillCall& c, int groups, CtaEmulator::Order order) {
+OutputSet run_context_parallel(const test::PrefillCall& c, int groups, CtaEmulator::Order order,
+                               bool in_place = false) {
   OutputSet out = test::poisoned_outputs(c);
-  const gp::PrefillArgs args = test::prefill_args(c.inputs, out);
+  InputSet inputs = c.inputs.clone();
+  gp::PrefillArgs args = test::prefill_args(inputs, out);
+  if (in_place) args.new_state = inputs.at("state").data<float>();
   std::vector<float> workspace(
       static_cast<std::size_t>(gp::context_parallel_workspace_floats(args.num_seqs, groups)),
       std::nanf(""));
@@ -78,28 +84,31 @@ OutputSet run_context_parallel(const test::PrefillCall& c, int groups, CtaEmulat
   const gp::GroupArgs ga{groups, workspace.data(), workspace.data() + maps,
                          workspace.data() + 2 * maps};
   const std::int64_t ctas = args.num_seqs * gp::kVHeads * (gp::kHeadSize / kVS) * groups;
+  const std::int64_t scan_ctas = args.num_seqs * gp::kVHeads * (gp::kHeadSize / gp::kScanRows);
+  const auto grid = [&](CtaEmulator& emulator, std::int64_t n, auto&& kernel) {
+    for (std::int64_t i = 0; i < n; ++i)
+      emulator.run([&](test::EmulatedCta&) { kernel(); }, in_place ? n - 1 - i : i);
+  };
   CtaEmulator chunks(kVS * 2, gp::ChunkSmem<kVS>::kBytes, order, gp::smem);
-  for (std::int64_t cta = 0; cta < ctas; ++cta)
-    chunks.run([&](test::EmulatedCta&) {
-      gp::chunked_prefill_kernel<kVS, gp::ChunkPass::kTransfer>(args, ga); }, cta);
-  for (std::int64_t cta = 0; cta < ctas; ++cta)
-    chunks.run([&](test::EmulatedCta&) {
-      gp::chunked_prefill_kernel<kVS, gp::ChunkPass::kLocal>(args, ga); }, cta);
   CtaEmulator scan(gp::kScanThreads, gp::kScanSmemBytes, order, gp::smem);
-  for (std::int64_t cta = 0; cta < args.num_seqs * gp::kVHeads * (gp::kHeadSize / gp::kScanRows); ++cta)
-    scan.run([&](test::EmulatedCta&) { gp::context_parallel_scan_kernel(args, ga); }, cta);
-  for (std::int64_t cta = 0; cta < ctas; ++cta)
-    chunks.run([&](test::EmulatedCta&) {
-      gp::chunked_prefill_kernel<kVS, gp::ChunkPass::kFromEntry>(args, ga); }, cta);
+  grid(chunks, ctas, [&] { gp::chunked_prefill_kernel<kVS, gp::ChunkPass::kTransfer>(args, ga); });
+  grid(chunks, ctas, [&] { gp::chunked_prefill_kernel<kVS, gp::ChunkPass::kLocal>(args, ga); });
+  grid(scan, scan_ctas, [&] { gp::context_parallel_scan_kernel(args, ga); });
+  grid(chunks, ctas, [&] { gp::chunked_prefill_kernel<kVS, gp::ChunkPass::kFromEntry>(args, ga); });
+  if (in_place)
+    std::memcpy(out.at("new_state").bytes(), inputs.at("state").bytes(),
+                inputs.at("state").nbytes());
   return out;
 }
 
+template <int kVS = 64>
 void expect_context_parallel_matches(const Workload& w, int groups, const std::string& variant,
-                                     std::int64_t trial) {
+                                     std::int64_t trial, bool in_place = false) {
   SCOPED_TRACE("workload " + w.uuid + " in " + std::to_string(groups) + " groups" +
-               (variant.empty() ? "" : ", variant " + variant));
+               (variant.empty() ? "" : ", variant " + variant) + (in_place ? ", in place" : ""));
   const test::PrefillCall c = test::draw_prefill_call(w, variant, trial);
-  const OutputSet out = run_context_parallel<64>(c, groups, CtaEmulator::Order::ascending);
+  const OutputSet out =
+      run_context_parallel<kVS>(c, groups, CtaEmulator::Order::ascending, in_place);
   const CheckResult r = check_outputs(c.def, c.inputs, c.reference, out, official_options(c.def, false));
   EXPECT_TRUE(r.passed()) << r.message << " (max abs " << r.max_absolute_error << ", max rel "
                           << r.max_relative_error << ")";
@@ -111,6 +120,12 @@ TEST(ContextParallelPrefillEmulation, MatchesTheReferenceAcrossGroups) {
   expect_context_parallel_matches(test::prefill_workload("five-chunks", 300, 1), 3, "", 0);
   expect_context_parallel_matches(test::prefill_workload("two-seqs", 200, 2), 4, "", 1);
   expect_context_parallel_matches(test::prefill_workload("zero-length", 150, 3), 2, "zero_length", 2);
+  expect_context_parallel_matches<128>(test::prefill_workload("one-slab", 130, 1), 2, "", 3);
+}
+
+TEST(ContextParallelPrefillEmulation, InPlaceStateUpdateIsSafeInAnyCtaOrder) {
+  // The last group's CTA writes new_state (= state) before group 0's reads its entry.
+  expect_context_parallel_matches(test::prefill_workload("in-place", 140, 1), 4, "", 5, true);
 }
 
 TEST(ChunkedPrefillEmulation, EitherThreadOrderGivesTheSameBits) {

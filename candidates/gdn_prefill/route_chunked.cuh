@@ -81,8 +81,8 @@ __device__ __forceinline__ int chunk_rows(int64_t length, int ci) {
 /// workspace of GroupArgs; with S_out = S_in A_g + B_g the state map of group g:
 ///   kTransfer   A_g: the chunks run from the identity with zero values, no output
 ///   kLocal      B_g: the chunks run from zero with their values, no output
-///   kFromEntry  the outputs from the group's entry state (the initial state for group 0, else
-///               entry[g] from the scan); the last group writes new_state
+///   kFromEntry  the outputs from the group's entry state (entry[g] from the scan, which holds
+///               the initial state for group 0); the last group writes new_state
 enum class ChunkPass { kFused, kTransfer, kLocal, kFromEntry };
 
 /// The context-parallel passes' workspace: per (sequence * 8 + head) and group one 128 x 128
@@ -123,6 +123,9 @@ __global__ void __launch_bounds__(kVS * 2, 1)
   const int64_t groups = kGrouped ? group_args.groups : 1;
   const int64_t grp = kGrouped ? int64_t{blockIdx.x} % groups : 0;
   const int64_t cta = kGrouped ? int64_t{blockIdx.x} / groups : int64_t{blockIdx.x};
+  // The scan never reads the last group's map: entry states stop at the last group.
+  if constexpr (kPass == ChunkPass::kTransfer || kPass == ChunkPass::kLocal)
+    if (grp == groups - 1) return;
   const int slab = static_cast<int>(cta % kSlabs);
   const int h = static_cast<int>((cta / kSlabs) % kVHeads);
   const int v_first = slab * kVS + 16 * warp;  // this warp's first value row
@@ -196,8 +199,9 @@ __global__ void __launch_bounds__(kVS * 2, 1)
   float M[16][4];
   const float* state = args.state && seq_length > 0 ? args.state + head_index * kStateFloats
                                                      : nullptr;
-  if constexpr (kPass == ChunkPass::kFromEntry)
-    if (grp > 0) state = group_args.entry + group_matrix;
+  // kFromEntry reads even group 0's entry from the workspace (the scan copies the initial state
+  // there): with new_state == state, the last group may write new_state before group 0 starts.
+  if constexpr (kPass == ChunkPass::kFromEntry) state = group_args.entry + group_matrix;
   if constexpr (kPass == ChunkPass::kLocal || kPass == ChunkPass::kTransfer) state = nullptr;
 #pragma unroll
   for (int nt = 0; nt < 16; ++nt) {
@@ -317,10 +321,12 @@ __global__ void __launch_bounds__(kVS * 2, 1)
     // 16x16 blocks of the lower triangle dealt round-robin to the warps (rows of 16 tokens have
     // 1 to 4 such blocks, so whole rows per warp would leave warps idle). Rows past the last tile
     // are left alone: the inverse and everything after it stop at the last tile.
-    for (int job = warp; job < tiles * (tiles + 1); job += kWarps) {
-      const int blk = job / 2;
-      const bool is_qk = job % 2;  // K K^T -> A, or Q K^T -> P: two jobs per block balance better
-      if (!kWritesOutput && is_qk) continue;  // P serves the output only
+    // Without outputs there is no P: one job per block, so every warp keeps working.
+    const int jobs = kWritesOutput ? tiles * (tiles + 1) : tiles * (tiles + 1) / 2;
+    for (int job = warp; job < jobs; job += kWarps) {
+      const int blk = kWritesOutput ? job / 2 : job;
+      // K K^T -> A, or Q K^T -> P: two jobs per block balance better
+      const bool is_qk = kWritesOutput && job % 2;
       int rt = 0;
       while ((rt + 1) * (rt + 2) / 2 <= blk) ++rt;
       const int i0 = 16 * rt, j0 = 16 * (blk - rt * (rt + 1) / 2);

@@ -4,8 +4,8 @@
 //   1. kTransfer and kLocal passes of the chunked kernel compute, for every group in parallel,
 //      A_g (its chunks run from the identity with zero values) and B_g (from zero with its
 //      values) into the workspace;
-//   2. the scan (here) walks the groups of each (sequence, head): entry_{g+1} = entry_g A_g + B_g
-//      from the initial state, in fp32 (tools/gdn_cp_model.py: one-bf16 products would lift the
+//   2. the scan (here) walks the groups of each (sequence, head): entry_0 = the initial state,
+//      entry_{g+1} = entry_g A_g + B_g, in fp32 (tools/gdn_cp_model.py: one-bf16 products would lift the
 //      state error to 7.7e-3 of the 1e-2 tolerance at 256-token groups; fp32 keeps the chunked
 //      route's 1.8e-3);
 //   3. the kFromEntry pass runs every group again from its entry state, writing the outputs, and
@@ -51,8 +51,14 @@ __global__ void __launch_bounds__(kScanThreads)
   // entry_0 is the initial state (zero for an empty sequence, whatever the state was).
   const float* initial =
       args.state && length > 0 ? args.state + head_index * kStateFloats : nullptr;
-  for (int j = 0; j < kScanColumns; ++j)
-    sM[r * kHeadSize + j0 + j] = initial ? initial[(row0 + r) * kHeadSize + j0 + j] : 0.f;
+  // entry_0 goes to the workspace too: the kFromEntry pass must not read the state itself, which
+  // its last group may already have overwritten when new_state == state.
+  float* entry0 = group_args.entry + head_index * groups * int64_t{kStateFloats};
+  for (int j = 0; j < kScanColumns; ++j) {
+    const float x = initial ? initial[(row0 + r) * kHeadSize + j0 + j] : 0.f;
+    sM[r * kHeadSize + j0 + j] = x;
+    entry0[(row0 + r) * kHeadSize + j0 + j] = x;
+  }
 
   for (int g = 0; g + 1 < groups; ++g) {
     const int64_t matrix = (head_index * groups + g) * kStateFloats;
