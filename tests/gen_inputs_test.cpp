@@ -65,6 +65,36 @@ TEST(InputGenerator, GoldenBitsDoNotDriftAcrossVersions) {
   EXPECT_EQ(h, 784720068820924591ull) << "fingerprint";
 }
 
+TEST(InputGenerator, PrefillSequenceLengthsFollowTheSeqLensHint) {
+  const auto cu_of = [](const InputSet& in) {
+    const HostTensor& t = in.at("cu_seqlens");
+    return std::vector<std::int64_t>(t.data<std::int64_t>(), t.data<std::int64_t>() + t.numel());
+  };
+  const auto prefill = [](Json hints) {
+    return workload("w-lens", {{"total_seq_len", 160}, {"num_seqs", 2}, {"len_cu_seqlens", 3}},
+                    std::move(hints));
+  };
+  Fixture f(kPrefill, prefill({{"seq_lens", {60, 100}}}));
+  EXPECT_EQ(cu_of(f.gen.generate(0)), (std::vector<std::int64_t>{0, 60, 160}));
+  EXPECT_EQ(cu_of(f.gen.generate(3)), (std::vector<std::int64_t>{0, 60, 160}));
+  // zero_length empties the first sequence: its tokens go to the next one.
+  Fixture z(kPrefill, prefill({{"seq_lens", {60, 100}}}), {kDefaultSeed, "zero_length"});
+  EXPECT_EQ(cu_of(z.gen.generate(0)), (std::vector<std::int64_t>{0, 0, 160}));
+  // Wrong count, wrong sum, negative or fractional lengths: an error naming the workload and hint.
+  for (Json bad : {Json{{"seq_lens", {160}}}, Json{{"seq_lens", {60, 99}}},
+                   Json{{"seq_lens", {170, -10}}}, Json{{"seq_lens", {60.5, 99.5}}},
+                   Json{{"seq_lens", "60,100"}}}) {
+    Fixture b(kPrefill, prefill(bad));
+    try {
+      b.gen.generate(0);
+      ADD_FAILURE() << "accepted " << bad.dump();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("w-lens: hint kh.seq_lens"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(InputGenerator, StructuralInputsStayFixedAcrossTrialsOthersChange) {
   Fixture f(kPrefill,
             workload("w-trials", {{"total_seq_len", 300}, {"num_seqs", 5}, {"len_cu_seqlens", 6}}));

@@ -298,7 +298,10 @@ WorkloadVerdict Evaluator::evaluate(const Definition& def, const Workload& workl
     } else if (!r.body.value("ok", false)) {
       // An error in kh's own inputs (bad workload) is not the candidate's fault: report it as
       // the harness's error rather than a verdict.
-      fail("workload {}: {}", workload.uuid, r.body.value("error", "unknown worker error"));
+      const std::string error = r.body.value("error", "unknown worker error");
+      const std::string prefix = "workload " + workload.uuid + ": ";
+      if (error.rfind(prefix, 0) == 0) fail("{}", error);  // the generator named it already
+      fail("{}{}", prefix, error);
     } else {
       result = check_result_from_json(r.body);
       if (r.body.contains("deterministic") && r.body["deterministic"].is_boolean() &&

@@ -5,7 +5,8 @@
 // non-finite outputs on long sequences). A_log and dt_bias lie in the ranges of the model's
 // initialisation (A in [1, 16], dt in [1e-3, 1e-1]); the state has the magnitude a state of
 // normalised keys settles at. cu_seqlens splits total_seq_len into num_seqs non-empty sequences
-// of random lengths (zero-length ones only in the zero_length variant).
+// of random lengths (zero-length ones only in the zero_length variant), or into the lengths of the
+// workload hint kh.seq_lens.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -96,6 +97,10 @@ class GdnInputs final : public OperatorInputs {
       if (n < 2) fail("workload {}: variant zero_length needs num_seqs >= 2", ctx.workload.uuid);
       for (std::int64_t i = 0; i < n; i += 3) empty[i] = true;  // the first and every third
     }
+    if (ctx.workload.hints.contains("seq_lens")) {
+      fill_given_lengths(ctx, t, empty);
+      return;
+    }
     std::int64_t slots = 0;
     for (std::int64_t i = 0; i < n; ++i) slots += !empty[i];
     // Every non-empty sequence gets one token, then the rest is split by integer weights; if
@@ -123,6 +128,43 @@ class GdnInputs final : public OperatorInputs {
     std::int64_t acc = 0;
     t.set(0, 0);
     for (std::int64_t i = 0; i < n; ++i) t.set(i + 1, static_cast<double>(acc += len[i]));
+  }
+
+  // kh.seq_lens: the workload's sequence lengths, fixed (num_seqs non-negative integers summing to
+  // total_seq_len), for shapes a random split would not give. Under zero_length each emptied
+  // sequence's tokens move to the next sequence that keeps its own (the last kept one before it
+  // when none follows), so the total stays.
+  static void fill_given_lengths(const GenContext& ctx, HostTensor& t,
+                                 const std::vector<bool>& empty) {
+    const Json& given = ctx.workload.hints.at("seq_lens");
+    const std::int64_t n = t.numel() - 1, total = ctx.axis("total_seq_len");
+    const auto bad = [&](const std::string& why) {
+      fail("workload {}: hint kh.seq_lens {}: {}", ctx.workload.uuid, why, given.dump());
+    };
+    if (!given.is_array() || static_cast<std::int64_t>(given.size()) != n)
+      bad(fmt::format("must be an array of num_seqs = {} lengths", n));
+    std::vector<std::int64_t> len;
+    std::int64_t sum = 0;
+    for (const Json& x : given) {
+      if (!x.is_number_integer() || x.get<std::int64_t>() < 0) bad("must hold integers >= 0");
+      len.push_back(x.get<std::int64_t>());
+      sum += len.back();
+    }
+    if (sum != total) bad(fmt::format("must sum to total_seq_len = {}, not {}", total, sum));
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (!empty[static_cast<std::size_t>(i)] || len[static_cast<std::size_t>(i)] == 0) continue;
+      std::int64_t to = -1;
+      for (std::int64_t j = i + 1; j < n && to < 0; ++j)
+        if (!empty[static_cast<std::size_t>(j)]) to = j;
+      for (std::int64_t j = i - 1; j >= 0 && to < 0; --j)
+        if (!empty[static_cast<std::size_t>(j)]) to = j;
+      len[static_cast<std::size_t>(to)] += len[static_cast<std::size_t>(i)];
+      len[static_cast<std::size_t>(i)] = 0;
+    }
+    std::int64_t acc = 0;
+    t.set(0, 0);
+    for (std::int64_t i = 0; i < n; ++i)
+      t.set(i + 1, static_cast<double>(acc += len[static_cast<std::size_t>(i)]));
   }
 
   bool prefill_;
