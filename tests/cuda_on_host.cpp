@@ -38,6 +38,19 @@ struct MmaFragments {
   uint32_t a[4], b[2];
 };
 
+// d += (A B)[rows g, g + 8][columns 2c, 2c + 1] of lane (g, c): the accumulator fragment of an
+// m16n8 tile.
+template <int K>
+void accumulate(float (&d)[4], const float (&A)[16][K], const float (&B)[K][8], int lane) {
+  const int g = lane / 4, c = lane % 4;
+  for (int i = 0; i < 4; ++i) {
+    const int row = g + 8 * (i / 2), col = 2 * c + i % 2;
+    double sum = 0.0;
+    for (int k = 0; k < K; ++k) sum += static_cast<double>(A[row][k]) * B[k][col];
+    d[i] = static_cast<float>(d[i] + sum);
+  }
+}
+
 }  // namespace
 
 void ldmatrix_x4(uint32_t (&r)[4], const void* row, bool trans) {
@@ -76,13 +89,7 @@ void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint3
     }
   }
   cta.done();
-  const int g = cta.lane() / 4, c = cta.lane() % 4;
-  for (int i = 0; i < 4; ++i) {
-    const int row = g + 8 * (i / 2), col = 2 * c + i % 2;
-    double sum = 0.0;
-    for (int k = 0; k < 16; ++k) sum += static_cast<double>(A[row][k]) * B[k][col];
-    d[i] = static_cast<float>(d[i] + sum);
-  }
+  accumulate(d, A, B, cta.lane());
 }
 
 void mma_m16n8k8_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
@@ -100,13 +107,7 @@ void mma_m16n8k8_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32
     B[c + 4][g] = tf32_value(f.b[1]);
   }
   cta.done();
-  const int g = cta.lane() / 4, c = cta.lane() % 4;
-  for (int i = 0; i < 4; ++i) {
-    const int row = g + 8 * (i / 2), col = 2 * c + i % 2;
-    double sum = 0.0;
-    for (int k = 0; k < 8; ++k) sum += static_cast<double>(A[row][k]) * B[k][col];
-    d[i] = static_cast<float>(d[i] + sum);
-  }
+  accumulate(d, A, B, cta.lane());
 }
 
 }  // namespace khk_host
