@@ -20,11 +20,10 @@ namespace kh {
 namespace {
 
 namespace gp = khk::gdn_prefill;
+using Call = test::PrefillCall;
+using test::draw_prefill_call;
 using test::prefill_args;
 using test::prefill_workload;
-Workload workload(const std::string& uuid, std::int64_t tokens, std::int64_t seqs) {
-  return prefill_workload(uuid, tokens, seqs);
-}
 
 /// Every CTA of the route's grid, in grid order.
 void run_grid(const gp::PrefillArgs& args, test::CtaEmulator::Order order) {
@@ -41,15 +40,10 @@ OutputSet run_token_serial(const test::PrefillCall& c, test::CtaEmulator::Order 
   return out;
 }
 
-using Call = test::PrefillCall;
-Call draw(const Workload& w, const std::string& variant, std::int64_t trial) {
-  return test::draw_prefill_call(w, variant, trial);
-}
-
 void expect_matches_reference(const Workload& w, const std::string& variant = "",
                               std::int64_t trial = 0) {
   SCOPED_TRACE("workload " + w.uuid + (variant.empty() ? "" : " variant " + variant));
-  const Call c = draw(w, variant, trial);
+  const Call c = draw_prefill_call(w, variant, trial);
   const OutputSet out =
       run_token_serial(c, test::CtaEmulator::Order::ascending);
   // fp32 throughout, like the reference: the official rule and the tighter reference grade.
@@ -64,27 +58,27 @@ void expect_matches_reference(const Workload& w, const std::string& variant = ""
 TEST(TokenSerialPrefill, MatchesTheReferenceOnSmallOfficialShapes) {
   // Shapes of the official <= 256-token regime: one short sequence, two sequences, and one
   // sequence over two staging blocks.
-  expect_matches_reference(workload("six-tokens", 6, 1));
-  expect_matches_reference(workload("two-seqs", 28, 2), "", 1);
-  expect_matches_reference(workload("two-blocks", 49, 1), "", 2);
+  expect_matches_reference(prefill_workload("six-tokens", 6, 1));
+  expect_matches_reference(prefill_workload("two-seqs", 28, 2), "", 1);
+  expect_matches_reference(prefill_workload("two-blocks", 49, 1), "", 2);
 }
 
 TEST(TokenSerialPrefill, MatchesTheReferenceOnExtraShapes) {
-  expect_matches_reference(workload("one-token", 1, 1));
-  expect_matches_reference(workload("block-edge", gp::kSerialBlock, 1));
-  expect_matches_reference(workload("block-edge-plus-one", gp::kSerialBlock + 1, 1));
-  expect_matches_reference(workload("three-seqs", 70, 3), "", 3);
+  expect_matches_reference(prefill_workload("one-token", 1, 1));
+  expect_matches_reference(prefill_workload("block-edge", gp::kSerialBlock, 1));
+  expect_matches_reference(prefill_workload("block-edge-plus-one", gp::kSerialBlock + 1, 1));
+  expect_matches_reference(prefill_workload("three-seqs", 70, 3), "", 3);
 }
 
 TEST(TokenSerialPrefill, MatchesTheReferenceUnderEveryVariant) {
   const Definition def = test::shipped_definition(test::kGdnPrefill);
   for (const auto& v : InputGenerator::variants(def))
-    expect_matches_reference(workload("variants", 40, 3), v.name, 7);
+    expect_matches_reference(prefill_workload("variants", 40, 3), v.name, 7);
 }
 
 TEST(TokenSerialPrefill, InPlaceStateUpdateIsSafe) {
   // new_state may be state itself: each lane reads its part of a row before it writes it.
-  const Call c = draw(workload("in-place", 20, 2), "", 4);
+  const Call c = draw_prefill_call(prefill_workload("in-place", 20, 2), "", 4);
   InputSet in = c.inputs.clone();
   OutputSet out = allocate_outputs(c.def, c.axes);
   std::memset(out.at("output").bytes(), test::kOutputPoison, out.at("output").nbytes());
@@ -100,7 +94,7 @@ TEST(TokenSerialPrefill, InPlaceStateUpdateIsSafe) {
 TEST(TokenSerialPrefill, TokensOutsideEverySequenceGetZeroOutput) {
   // Only cu_seqlens[-1] == T is required of a call: tokens before the first sequence (and, in a
   // shorter cu_seqlens, after the last) belong to none, and the reference leaves them zero.
-  Call c = draw(workload("gaps", 30, 2), "", 6);
+  Call c = draw_prefill_call(prefill_workload("gaps", 30, 2), "", 6);
   std::int64_t* cu = c.inputs.at("cu_seqlens").data<std::int64_t>();
   cu[0] = 4;   // tokens 0..3 before the first sequence
   cu[2] = 27;  // tokens 27..29 after the last
@@ -116,7 +110,7 @@ TEST(TokenSerialPrefill, TokensOutsideEverySequenceGetZeroOutput) {
 TEST(TokenSerialPrefill, EitherThreadOrderGivesTheSameBits) {
   // Threads run one at a time between barriers; reversing their order changes what a thread
   // reads of another's writes unless a barrier separates them.
-  const Call c = draw(workload("orders", gp::kSerialBlock + 5, 2), "", 5);
+  const Call c = draw_prefill_call(prefill_workload("orders", gp::kSerialBlock + 5, 2), "", 5);
   const OutputSet up =
       run_token_serial(c, test::CtaEmulator::Order::ascending);
   const OutputSet down =

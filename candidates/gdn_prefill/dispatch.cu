@@ -47,7 +47,7 @@ cudaError_t dispatch(const PrefillArgs& args, void* workspace, uint64_t workspac
   if (takes_token_serial(args.total_tokens)) return launch_token_serial(args, stream);
   const int groups = context_parallel_groups(args.total_tokens, args.num_seqs);
   if (groups && workspace && reinterpret_cast<uintptr_t>(workspace) % 16 == 0 &&
-      workspace_size >= workspace_bytes(args.total_tokens, args.num_seqs)) {
+      workspace_size >= context_parallel_workspace_floats(args.num_seqs, groups) * sizeof(float)) {
     float* w = static_cast<float*>(workspace);
     switch (chunked_slabs(args.num_seqs)) {
       case 1: return launch_context_parallel<128>(args, w, groups, stream);
