@@ -2,7 +2,7 @@
 // v of one head's k-last state M[v][:] (= column v of S) for one sequence and walks that
 // sequence's tokens in order: the delta rule updates each row from its own k-projection only,
 // so rows are independent. Decode is prefill with one token per batch element. The arithmetic
-// is the CPU reference's (gdn_step.h) in double, so the two agree to rounding.
+// is the CPU reference's (gdn_step.h) in double, regrouped (below), so the two agree to rounding.
 #pragma once
 
 #include <cmath>
@@ -31,6 +31,15 @@ struct GdnRowStep {
   }
   KH_HD static double softplus(double x) { return x > 20.0 ? x : log1p(exp(x)); }
 
+  // Token t changes the row to g_t * m + k_t * delta_t with delta_t = new_v - old_v =
+  // beta_t * (v_t - old_v), and its output is q_t . (that row) = g_t (q_t . m) + delta_t (q_t .
+  // k_t): the reference's step regrouped, equal up to double rounding. So one walk over the row per
+  // token suffices: it applies the previous token's change and gathers this token's three dot
+  // products (in kLanes partial sums, so that the multiply-adds do not wait on each other). Two
+  // dependent walks per token, as written in the reference, made this kernel the slowest part of
+  // a validation trial.
+  static constexpr int kLanes = 4;
+
   KH_HD void operator()(std::int64_t i) const {
     const int row = static_cast<int>(i % kDim);
     const int h = static_cast<int>(i / kDim % kVHeads);
@@ -43,27 +52,41 @@ struct GdnRowStep {
     // As in the reference, an empty sequence leaves its new_state zero, even with a state given.
     if (end <= begin)
       for (int d = 0; d < kDim; ++d) m[d] = 0.0;
+    // The change of the previous token not yet applied to m: m = g * m + k * delta (none yet:
+    // g = 1, delta = 0, which leaves m exactly as it is).
+    double pending_g = 1.0, pending_delta = 0.0;
+    std::int64_t pending_k = 0;
     for (std::int64_t t = begin; t < end; ++t) {
       const std::int64_t head = t * kVHeads + h;
       const std::int64_t qk = (t * kQKHeads + h / (kVHeads / kQKHeads)) * kDim;
+      if (t == begin) pending_k = qk;
       const double g = exp(-exp(static_cast<double>(A_log[h])) *
                            softplus(static_cast<double>(load_bf16(a, head)) + dt_bias[h]));
       const double beta = 1.0 / (1.0 + exp(-static_cast<double>(load_bf16(b, head))));
-      double old_v = 0;
-      for (int d = 0; d < kDim; ++d) {
-        m[d] *= g;
-        old_v += static_cast<double>(load_bf16(k, qk + d)) * m[d];
-      }
-      const double new_v = beta * load_bf16(v, head * kDim + row) + (1.0 - beta) * old_v;
-      double o = 0;
-      for (int d = 0; d < kDim; ++d) {
-        const double kd = load_bf16(k, qk + d);
-        m[d] = (m[d] - kd * old_v) + kd * new_v;
-        o += static_cast<double>(load_bf16(q, qk + d)) * m[d];
-      }
-      store_bf16(output, head * kDim + row, static_cast<float>(scale * o));
+      double km[kLanes] = {}, qm[kLanes] = {}, qq[kLanes] = {};
+      for (int d0 = 0; d0 < kDim; d0 += kLanes)
+        for (int l = 0; l < kLanes; ++l) {
+          const int d = d0 + l;
+          m[d] =
+              pending_g * m[d] + static_cast<double>(load_bf16(k, pending_k + d)) * pending_delta;
+          const double kd = load_bf16(k, qk + d);
+          const double qd = load_bf16(q, qk + d);
+          km[l] += kd * m[d];
+          qm[l] += qd * m[d];
+          qq[l] += qd * kd;
+        }
+      double k_m = 0, q_m = 0, q_k = 0;
+      for (int l = 0; l < kLanes; ++l) k_m += km[l], q_m += qm[l], q_k += qq[l];
+      const double old_v = g * k_m;
+      const double delta = beta * (static_cast<double>(load_bf16(v, head * kDim + row)) - old_v);
+      store_bf16(output, head * kDim + row, static_cast<float>(scale * (g * q_m + delta * q_k)));
+      pending_g = g, pending_delta = delta, pending_k = qk;
     }
-    for (int d = 0; d < kDim; ++d) new_state[first + d] = static_cast<float>(m[d]);
+    for (int d = 0; d < kDim; ++d)  // k is read only where a token was (it may have no rows)
+      new_state[first + d] = static_cast<float>(
+          end > begin
+              ? pending_g * m[d] + static_cast<double>(load_bf16(k, pending_k + d)) * pending_delta
+              : m[d]);
   }
 };
 
