@@ -35,8 +35,15 @@ class CountingBackend final : public MemoryBackend {
     inner_->download(dst, src, bytes);
   }
   void zero(void* dst, std::size_t bytes) override { inner_->zero(dst, bytes); }
+  void fill(void* dst, std::size_t bytes, const void* pattern, std::size_t n) override {
+    inner_->fill(dst, bytes, pattern, n);
+  }
   std::uint64_t digest(const void* src, std::size_t bytes) override {
     return inner_->digest(src, bytes);
+  }
+  std::optional<ElementScreen> screen(const void* solution, const void* reference, DType dtype,
+                                      std::int64_t numel, float atol, float rtol) override {
+    return inner_->screen(solution, reference, dtype, numel, atol, rtol);
   }
   void synchronize() override { inner_->synchronize(); }
 
@@ -86,7 +93,9 @@ TEST(CallBuffers, PoisonedOutputsHoldThePoisonEveryTime) {
   DecodeCall c;
   CallBuffers buffers(backend, c.def, c.gen.axes(), c.inputs, 0);
   for (int round = 0; round < 2; ++round) {
+    backend.uploaded = 0;
     buffers.poison_outputs();
+    EXPECT_EQ(backend.uploaded, 0u) << "the poison is written where the outputs live";
     const OutputSet out = buffers.download_outputs();
     for (const auto& o : out) {
       ASSERT_GT(o.tensor.numel(), 0);
@@ -94,6 +103,19 @@ TEST(CallBuffers, PoisonedOutputsHoldThePoisonEveryTime) {
       EXPECT_TRUE(std::isnan(o.tensor.get(o.tensor.numel() - 1))) << o.name << " round " << round;
     }
   }
+}
+
+TEST(CallBuffers, OutputDigestsSeeOneChangedBit) {
+  CountingBackend backend;
+  DecodeCall c;
+  CallBuffers buffers(backend, c.def, c.gen.axes(), c.inputs, 0);
+  buffers.poison_outputs();
+  const auto before = buffers.output_digests();
+  ASSERT_EQ(before.size(), c.def.outputs.size());
+  EXPECT_EQ(buffers.output_digests(), before);
+  const DLTensor& last = buffers.tensors().back();
+  static_cast<unsigned char*>(last.data)[17] ^= 1;
+  EXPECT_NE(buffers.output_digests(), before);
 }
 
 }  // namespace

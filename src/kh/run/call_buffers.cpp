@@ -118,22 +118,16 @@ void* CallBuffers::workspace() const {
 void CallBuffers::poison_outputs() {
   for (auto& b : buffers_) {
     if (!b.is_output || b.bytes == 0) continue;
-    // Built once per buffer (every strict call poisons, three per trial): the element's bytes,
-    // then the filled prefix copied onto the rest, doubling each time (a byte loop costs ~0.1 s
-    // on a 32 MB GDN state).
-    if (b.poison.size() != b.bytes) {
-      const auto element = poison_element(b.dtype);
-      b.poison.resize(b.bytes);
-      std::size_t filled = std::min(element.size(), b.bytes);
-      std::memcpy(b.poison.data(), element.data(), filled);
-      while (filled < b.bytes) {
-        const std::size_t n = std::min(filled, b.bytes - filled);
-        std::memcpy(b.poison.data() + filled, b.poison.data(), n);
-        filled += n;
-      }
-    }
-    backend_.upload(b.data(), b.poison.data(), b.bytes);
+    const auto element = poison_element(b.dtype);
+    backend_.fill(b.data(), b.bytes, element.data(), element.size());
   }
+}
+
+std::vector<std::uint64_t> CallBuffers::output_digests() const {
+  std::vector<std::uint64_t> digests;
+  for (const auto& b : buffers_)
+    if (b.is_output) digests.push_back(backend_.digest(b.data(), b.bytes));
+  return digests;
 }
 
 void CallBuffers::fill_input(std::size_t i, const HostTensor* host,

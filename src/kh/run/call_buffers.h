@@ -51,6 +51,9 @@ class CallBuffers {
   /// Fills every output with a value no correct candidate leaves behind (NaN for floats, 0x7F
   /// bytes for integers: an out-of-range index).
   void poison_outputs();
+  /// The digest of every output where it lives, in definition order: equal digests after two
+  /// calls mean the same bits (up to a 2^-64 chance), without bringing the outputs to the host.
+  std::vector<std::uint64_t> output_digests() const;
   /// Overwrites the inputs in place (same addresses) with new values of the same shapes.
   void reupload_inputs(const InputSet& inputs, const DeviceDraws& device_draws = {});
   /// The first inputs().size() tensors: the inputs in definition order.
@@ -73,7 +76,6 @@ class CallBuffers {
     DType dtype = DType::kFloat32;
     bool is_output = false;
     std::size_t red_zone = 0;
-    std::vector<unsigned char> poison;  // an output's poison bytes, built on its first poisoning
     void* data() const { return static_cast<char*>(base) + red_zone; }
   };
   Buffer allocate(const std::string& name, DType dtype, const Shape& shape, bool is_output);

@@ -7,46 +7,17 @@ namespace kh {
 namespace {
 
 // Outputs of the reference's own, in the backend's memory, zeroed; `run` gets the call's tensors
-// (the buffers' inputs, then these outputs) and writes them; they come back to the host.
+// (the buffers' inputs, then these outputs) and writes them.
 template <typename Run>
-OutputSet reference_outputs(MemoryBackend& backend, const Definition& def, const AxisValues& axes,
-                            const CallBuffers& buffers, Run&& run) {
+ResidentOutputs reference_outputs(MemoryBackend& backend, const Definition& def,
+                                  const AxisValues& axes, const CallBuffers& buffers, Run&& run) {
+  ResidentOutputs outputs(backend, def, axes);
   std::vector<DLTensor> tensors(buffers.tensors().begin(),
                                 buffers.tensors().begin() + buffers.input_count());
-  std::vector<Shape> shapes;
-  std::vector<void*> memory;
-  shapes.reserve(def.outputs.size());
-  auto release = [&] {
-    for (void* p : memory) backend.release(p);
-  };
-  try {
-    for (const auto& decl : def.outputs) {
-      shapes.push_back(def.shape_of(decl, axes));
-      const std::size_t bytes = storage_bytes(decl.dtype, shape_numel(shapes.back()));
-      memory.push_back(backend.allocate(bytes));
-      backend.zero(memory.back(), bytes);
-      DLTensor t{};
-      t.data = memory.back();
-      t.device = backend.device();
-      t.dtype = dlpack_dtype(decl.dtype);
-      t.ndim = static_cast<std::int32_t>(shapes.back().size());
-      t.shape = shapes.back().data();
-      tensors.push_back(t);
-    }
-    run(tensors);
-    backend.synchronize();
-    OutputSet result;
-    for (std::size_t i = 0; i < def.outputs.size(); ++i) {
-      HostTensor t(def.outputs[i].dtype, shapes[i]);
-      backend.download(t.bytes(), memory[i], t.nbytes());
-      result.add(def.outputs[i].name, std::move(t));
-    }
-    release();
-    return result;
-  } catch (...) {
-    release();
-    throw;
-  }
+  tensors.insert(tensors.end(), outputs.tensors().begin(), outputs.tensors().end());
+  run(tensors);
+  backend.synchronize();
+  return outputs;
 }
 
 }  // namespace
@@ -55,8 +26,8 @@ bool has_device_reference(const MemoryBackend& backend, const Definition& def) {
   return backend.device().device_type == kDLCUDA && gpuref::can_run_on_device(def.name);
 }
 
-OutputSet run_device_reference(MemoryBackend& backend, const Definition& def,
-                               const AxisValues& axes, const CallBuffers& buffers) {
+ResidentOutputs compute_device_reference(MemoryBackend& backend, const Definition& def,
+                                         const AxisValues& axes, const CallBuffers& buffers) {
   return reference_outputs(backend, def, axes, buffers, [&](const std::vector<DLTensor>& t) {
     std::vector<gpuref::NamedDLTensor> inputs, outputs;
     for (std::size_t i = 0; i < def.inputs.size(); ++i) inputs.push_back({def.inputs[i].name, t[i]});
@@ -67,9 +38,9 @@ OutputSet run_device_reference(MemoryBackend& backend, const Definition& def,
   });
 }
 
-OutputSet run_oracle_reference(MemoryBackend& backend, const Definition& def,
-                               const AxisValues& axes, const CallBuffers& buffers,
-                               const CandidateLibrary& oracle) {
+ResidentOutputs compute_oracle_reference(MemoryBackend& backend, const Definition& def,
+                                         const AxisValues& axes, const CallBuffers& buffers,
+                                         const CandidateLibrary& oracle) {
   return reference_outputs(backend, def, axes, buffers, [&](const std::vector<DLTensor>& t) {
     const int rc = oracle.call(t.data(), static_cast<std::int32_t>(t.size()), backend.stream(),
                                nullptr, 0);
@@ -77,6 +48,17 @@ OutputSet run_oracle_reference(MemoryBackend& backend, const Definition& def,
       fail("the reference of {} ({}) failed with status {}: {}", def.name, oracle.entry(), rc,
            oracle.error_message());
   });
+}
+
+OutputSet run_device_reference(MemoryBackend& backend, const Definition& def,
+                               const AxisValues& axes, const CallBuffers& buffers) {
+  return compute_device_reference(backend, def, axes, buffers).download();
+}
+
+OutputSet run_oracle_reference(MemoryBackend& backend, const Definition& def,
+                               const AxisValues& axes, const CallBuffers& buffers,
+                               const CandidateLibrary& oracle) {
+  return compute_oracle_reference(backend, def, axes, buffers, oracle).download();
 }
 
 }  // namespace kh

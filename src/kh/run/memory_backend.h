@@ -6,10 +6,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <dlpack/dlpack.h>
 
+#include "kh/check/element_screen.h"
+#include "kh/core/dtype.h"
 #include "kh/core/error.h"
 
 namespace kh {
@@ -36,8 +39,17 @@ class MemoryBackend {
   virtual void upload(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void download(void* dst, const void* src, std::size_t bytes) = 0;
   virtual void zero(void* dst, std::size_t bytes) = 0;
+  /// Fills `bytes` bytes at `dst` with `pattern` (`pattern_bytes` of 1, 2, 4 or 8) repeated.
+  virtual void fill(void* dst, std::size_t bytes, const void* pattern,
+                    std::size_t pattern_bytes) = 0;
   /// The digest (core/digest.h) of a byte range, computed where it lives.
   virtual std::uint64_t digest(const void* src, std::size_t bytes) = 0;
+  /// The element rule's screen (element_screen.h) of `numel` elements of two tensors of `dtype`,
+  /// computed where they live; nullopt where that saves nothing over the host check (host
+  /// memory) or the dtype is not one the backend screens.
+  virtual std::optional<ElementScreen> screen(const void* solution, const void* reference,
+                                              DType dtype, std::int64_t numel, float atol,
+                                              float rtol) = 0;
   /// Waits for the candidate's work; throws DeviceError carrying the device's error if any.
   virtual void synchronize() = 0;
 };

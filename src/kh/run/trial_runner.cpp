@@ -3,14 +3,17 @@
 #include <chrono>
 #include <cstring>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "kh/check/checker.h"
 #include "kh/core/error.h"
+#include "kh/python_worker.h"
 #include "kh/ref/cpu_reference.h"
 #include "kh/run/call_buffers.h"
 #include "kh/run/call_inputs.h"
 #include "kh/run/device_reference.h"
-#include "kh/python_worker.h"
+#include "kh/run/output_screen.h"
 
 namespace kh {
 namespace {
@@ -41,15 +44,15 @@ CheckResult failed_call(int rc, const std::string& why) {
     case KH_PYTHON_WRONG_COUNT:
       return runtime_error(why);  // FlashInfer-Bench: a wrong output count raises
     default:
-      return runtime_error(fmt::format("the entry point returned status {}{}{}", rc,
-                                       why.empty() ? "" : ": ", why));
+      return runtime_error(
+          fmt::format("the entry point returned status {}{}{}", rc, why.empty() ? "" : ": ", why));
   }
 }
 
-// Calls the candidate once; on success fills `outputs`, otherwise returns the failure.
+// Calls the candidate once; its outputs stay in `buffers`. Returns the failure, if any.
 std::optional<CheckResult> call_once(MemoryBackend& backend, const CandidateLibrary& library,
                                      CallBuffers& buffers, const InputSet& inputs, bool strict,
-                                     const CallObserver& observer, OutputSet& outputs) {
+                                     const CallObserver& observer) {
   if (strict) buffers.poison_outputs();
   const auto& t = buffers.tensors();
   observer.before_call();
@@ -67,9 +70,27 @@ std::optional<CheckResult> call_once(MemoryBackend& backend, const CandidateLibr
     if (auto damage = buffers.damaged_red_zone()) return runtime_error(*damage);
     if (auto modified = buffers.modified_input(inputs)) return runtime_error(*modified);
   }
-  outputs = buffers.download_outputs();
   return std::nullopt;
 }
+
+// A trial's reference outputs: resident where the backend computed them (a GPU reference or an
+// oracle), or on the host (the CPU references); a host copy of resident ones is made only when
+// a check needs it.
+class TrialReference {
+ public:
+  explicit TrialReference(ResidentOutputs resident) : resident_(std::move(resident)) {}
+  explicit TrialReference(OutputSet host) : host_(std::move(host)) {}
+
+  const ResidentOutputs* resident() const { return resident_ ? &*resident_ : nullptr; }
+  const OutputSet& host() {
+    if (!host_) host_ = resident_->download();
+    return *host_;
+  }
+
+ private:
+  std::optional<ResidentOutputs> resident_;
+  std::optional<OutputSet> host_;
+};
 
 // Adds the wall time of its scope to a phase.
 class PhaseClock {
@@ -86,12 +107,6 @@ class PhaseClock {
   std::chrono::steady_clock::time_point start_;
 };
 
-bool same_bits(const OutputSet& a, const OutputSet& b) {
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (!a[i].tensor.bytes_equal(b[i].tensor)) return false;
-  return true;
-}
-
 }  // namespace
 
 TrialResult run_trial(MemoryBackend& backend, const CandidateLibrary& library,
@@ -105,9 +120,9 @@ TrialResult run_trial(MemoryBackend& backend, const CandidateLibrary& library,
 
   // On a GPU the inputs are drawn and the reference computed in device memory; elsewhere (or
   // for a definition without a GPU reference) both happen on the host.
-  const bool on_device =
-      options.oracle ? backend.device().device_type == kDLCUDA
-                     : !options.cpu_reference && has_device_reference(backend, def);
+  const bool on_device = options.oracle
+                             ? backend.device().device_type == kDLCUDA
+                             : !options.cpu_reference && has_device_reference(backend, def);
   const std::size_t red_zone = options.red_zones ? kRedZoneBytes : 0;
   TrialPhases& phases = result.phases;
   std::optional<PhaseClock> clock(phases.inputs);
@@ -118,39 +133,50 @@ TrialResult run_trial(MemoryBackend& backend, const CandidateLibrary& library,
   auto reference_of = [&](const InputSet& host) {
     const PhaseClock timed(phases.reference);
     if (options.oracle)
-      return run_oracle_reference(backend, def, generator.axes(), buffers, *options.oracle);
-    return on_device ? run_device_reference(backend, def, generator.axes(), buffers)
-                     : run_cpu_reference(def, generator.axes(), host);
+      return TrialReference(
+          compute_oracle_reference(backend, def, generator.axes(), buffers, *options.oracle));
+    return on_device
+               ? TrialReference(compute_device_reference(backend, def, generator.axes(), buffers))
+               : TrialReference(run_cpu_reference(def, generator.axes(), host));
   };
+  // Outputs that pass are judged where they live (output_screen.h); the others, and every
+  // output under a policy the screens do not cover, are brought to the host with the reference.
   // A check that reads inputs (the top-k set check recomputes scores where a row's selection
   // differs) gets host copies of the inputs drawn on the device, but only then: the K cache is
   // 100 MB per call, and most rows select exactly the reference's set in another order.
-  auto judge = [&](InputSet& host, const DeviceDraws& draws, const OutputSet& reference,
-                   const OutputSet& outputs) {
+  auto judge = [&](InputSet& host, const DeviceDraws& draws, TrialReference& reference) {
     const PhaseClock timed(phases.checks);
-    if (!draws.empty() && check_reads_inputs(def, reference, outputs))
+    if (const ResidentOutputs* resident = reference.resident())
+      if (auto screened = screen_outputs(backend, def, buffers, *resident, check_options))
+        return *screened;
+    const OutputSet& expected = reference.host();
+    const OutputSet outputs = buffers.download_outputs();
+    if (!draws.empty() && check_reads_inputs(def, expected, outputs))
       for (const auto& [name, recipe] : draws) host.at(name) = buffers.download_input(name);
-    return check_outputs(def, host, reference, outputs, check_options);
+    return check_outputs(def, host, expected, outputs, check_options);
   };
-  auto call_candidate = [&](const InputSet& host, OutputSet& outputs) {
+  auto call_candidate = [&](const InputSet& host) {
     const PhaseClock timed(phases.calls);
     ++result.calls;
-    return call_once(backend, library, buffers, host, strict, observer, outputs);
+    return call_once(backend, library, buffers, host, strict, observer);
   };
-  const OutputSet reference = reference_of(inputs);
+  TrialReference reference = reference_of(inputs);
   const auto& t = buffers.tensors();
   buffers.set_workspace(library.workspace_bytes(t.data(), static_cast<std::int32_t>(t.size())));
 
-  OutputSet first;
-  if (auto failure = call_candidate(inputs, first)) {
+  if (auto failure = call_candidate(inputs)) {
     result.check = *failure;
     return result;
   }
-  result.check = judge(inputs, call.draws, reference, first);
+  result.check = judge(inputs, call.draws, reference);
   if (!strict || !result.check.passed()) return result;
+  std::vector<std::uint64_t> first_digests;
+  {
+    const PhaseClock timed(phases.checks);
+    first_digests = buffers.output_digests();
+  }
 
-  OutputSet again;
-  if (auto failure = call_candidate(inputs, again)) {
+  if (auto failure = call_candidate(inputs)) {
     result.check = *failure;
     result.check.message = "second call on the same inputs: " + result.check.message;
     return result;
@@ -158,7 +184,7 @@ TrialResult run_trial(MemoryBackend& backend, const CandidateLibrary& library,
   result.determinism_checked = true;
   {
     const PhaseClock timed(phases.checks);
-    result.deterministic = same_bits(first, again);
+    result.deterministic = buffers.output_digests() == first_digests;
   }
 
   const std::int64_t fresh_trial = trial + kAntiCachingTrialOffset;
@@ -167,14 +193,13 @@ TrialResult run_trial(MemoryBackend& backend, const CandidateLibrary& library,
   InputSet& fresh = fresh_call.host;
   buffers.reupload_inputs(fresh, fresh_call.draws);
   clock.reset();
-  const OutputSet fresh_reference = reference_of(fresh);
-  OutputSet third;
-  if (auto failure = call_candidate(fresh, third)) {
+  TrialReference fresh_reference = reference_of(fresh);
+  if (auto failure = call_candidate(fresh)) {
     result.check = *failure;
     result.check.message = "anti-caching call: " + result.check.message;
     return result;
   }
-  const CheckResult fresh_check = judge(fresh, fresh_call.draws, fresh_reference, third);
+  const CheckResult fresh_check = judge(fresh, fresh_call.draws, fresh_reference);
   if (!fresh_check.passed()) {
     result.check = fresh_check;
     result.check.message =

@@ -37,10 +37,11 @@ struct TrialOptions {
 /// Where a trial's wall time went (seconds), to find what makes high-trial validation slow.
 struct TrialPhases {
   double inputs = 0;     // drawing both input sets and filling the call's buffers
-  double reference = 0;  // the references' outputs, brought to the host
-  double calls = 0;      // the candidate's calls, each with poisoning, the red-zone and input
-                         // checks and the download of its outputs
-  double checks = 0;     // comparing outputs with the references, and the determinism bits
+  double reference = 0;  // computing the references' outputs
+  double calls = 0;      // the candidate's calls, each with poisoning and the red-zone and
+                         // input checks
+  double checks = 0;     // judging outputs against the references (where they live, or on the
+                         // host after bringing both there), and the determinism digests
 };
 
 struct TrialResult {

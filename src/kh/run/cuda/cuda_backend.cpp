@@ -5,6 +5,7 @@
 
 #include "kh/core/error.h"
 #include "kh/run/cuda/device_digest.h"
+#include "kh/run/cuda/device_screen.h"
 #include "kh/run/memory_backend.h"
 
 namespace kh {
@@ -44,8 +45,20 @@ class CudaBackend final : public MemoryBackend {
   void zero(void* dst, std::size_t bytes) override {
     check(cudaMemsetAsync(dst, 0, bytes, stream_), "memset");
   }
+  void fill(void* dst, std::size_t bytes, const void* pattern,
+            std::size_t pattern_bytes) override {
+    device_fill_pattern(dst, bytes, pattern, pattern_bytes, stream_);
+  }
   std::uint64_t digest(const void* src, std::size_t bytes) override {
     return device_digest(src, bytes, stream_);
+  }
+  std::optional<ElementScreen> screen(const void* solution, const void* reference, DType dtype,
+                                      std::int64_t numel, float atol, float rtol) override {
+    DeviceScreenSums sums;
+    if (!device_screen(solution, reference, dtype, numel, atol, rtol, stream_, sums))
+      return std::nullopt;
+    return ElementScreen{sums.fails, sums.max_absolute_error, sums.max_relative_error,
+                         sums.non_finite};
   }
   void synchronize() override {
     check(cudaGetLastError(), "kernel launch");
