@@ -24,11 +24,15 @@ KH_EXPORT const char* khk_gdn_decode_qk4_v8_d128_k_last_error(void);
 /* gdn_prefill_qk4_v8_d128_k_last: q k v state A_log a dt_bias b cu_seqlens scale | output
  * new_state. Any token count and number of sequences >= 1 with cu_seqlens non-decreasing on the
  * device (never read by the host); sequences of length 0 get a zero new_state; tokens outside
- * every sequence get zero output; state may be absent (zeros) or alias new_state. No workspace.
- * Design: kernels/gdn_prefill/ROOFLINE.md. */
+ * every sequence get zero output; state may be absent (zeros) or alias new_state. The workspace
+ * (its size from _workspace_bytes, for the same tensors; data pointers may be NULL there) holds
+ * the context-parallel route's group state maps: with less, or none, few long sequences take the
+ * chunked route and stay correct. Design: kernels/gdn_prefill/ROOFLINE.md. */
 KH_EXPORT int khk_gdn_prefill_qk4_v8_d128_k_last(const DLTensor* tensors, int32_t num_tensors,
                                                  void* stream, void* workspace,
                                                  uint64_t workspace_bytes);
+KH_EXPORT uint64_t khk_gdn_prefill_qk4_v8_d128_k_last_workspace_bytes(const DLTensor* tensors,
+                                                                      int32_t num_tensors);
 KH_EXPORT const char* khk_gdn_prefill_qk4_v8_d128_k_last_error(void);
 
 /* dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64: q_nope q_pe ckv_cache kpe_cache

@@ -1,7 +1,7 @@
 // Runs a kernel's per-CTA program on the host, one fiber per CUDA thread, so kernels can be
 // checked against the CPU references on machines without a GPU. Two ways in:
 // - a program written against a `Cta` object (thread(), sync(), shfl_xor(), smem; e.g.
-//   candidates/gdn_prefill/token_serial_cta.h) gets an EmulatedCta;
+//   kernels/gdn_prefill/token_serial_cta.h) gets an EmulatedCta;
 // - a CUDA kernel body compiled for the host with tests/cuda_on_host.h, which maps threadIdx,
 //   __syncthreads, the shuffles and the warp-collective PTX (mma, ldmatrix) onto the running
 //   fiber's EmulatedCta::current().

@@ -1,7 +1,7 @@
 // CUDA builtins for kernel bodies compiled by the host compiler and run by the CTA emulator
 // (cta_emulator.h): threadIdx and blockIdx of the running fiber, __syncthreads, __syncwarp and
 // the float shuffles. The warp-collective PTX a kernel wraps (mma.sync, ldmatrix) it declares in
-// namespace khk_host for host builds (candidates/gdn_prefill/mma_tiles.cuh); cuda_on_host.cpp
+// namespace khk_host for host builds (kernels/gdn_prefill/mma_tiles.cuh); cuda_on_host.cpp
 // defines them on publish / peer. Include this before the kernel's headers, and give the kernel's
 // `extern __shared__` array a definition in the test (one buffer: the emulator runs one CTA at a
 // time) passed to the CtaEmulator.

@@ -1,4 +1,4 @@
-// The chunked GDN prefill route (candidates/gdn_prefill/route_chunked.cuh, the library's route),
+// The chunked GDN prefill route (kernels/gdn_prefill/route_chunked.cuh, the library's route),
 // its CUDA kernel body compiled for the host and run by the CTA emulator (tests/cuda_on_host.h:
 // threadIdx, barriers, shuffles; the mma.sync and ldmatrix fragments of cuda_on_host.cpp) against
 // the fp64 CPU reference, at the official tolerance: shapes of one and several chunks, a partial

@@ -1,4 +1,4 @@
-// The token-serial GDN prefill route (candidates/gdn_prefill/token_serial_cta.h), its per-CTA
+// The token-serial GDN prefill route (kernels/gdn_prefill/token_serial_cta.h), its per-CTA
 // program run on the host by the CTA emulator, against the fp64 CPU reference: shapes of the
 // official small regime, every adversarial variant, extra shapes (one token, staging-block edges,
 // three sequences), outputs poisoned before the call, the in-place state update, and both fiber

@@ -7,7 +7,7 @@
 #
 # Usage: bench/kernels/run_correctness.sh OUT_DIR OPERATOR [TRIALS] [EXTRA_TRIALS]
 #   OPERATOR is the folder name under kernels/ (e.g. gdn_prefill) or a candidate folder's path
-#   (e.g. candidates/gdn_prefill); TRIALS (default 3) fresh input
+#   (e.g. candidates/<name>); TRIALS (default 3) fresh input
 #   sets per official workload, EXTRA_TRIALS (default TRIALS) per extra shape and variant.
 #   KH_EVAL_TIMEOUT=S bounds each kh eval (default 600 s).
 set -u

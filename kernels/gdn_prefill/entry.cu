@@ -1,7 +1,8 @@
 // The C ABI entry of GDN prefill (kh candidate ABI, include/kh/abi.h): checks the DLPack tensors
 // against the definition, resolves the scale, and hands the call to the dispatch. It allocates
 // nothing, never synchronises and reads only host memory (the 0-d scale; cu_seqlens stays on the
-// device), so the call is CUDA-graph capturable.
+// device), so the call is CUDA-graph capturable. It also reports the workspace it wants (the
+// context-parallel route's group maps), from the token and sequence counts alone.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -56,8 +57,8 @@ bool aligned(const void* p, uintptr_t bytes) {
 }  // namespace khk::gdn_prefill
 
 KH_EXPORT int khk_gdn_prefill_qk4_v8_d128_k_last(const DLTensor* t, int32_t num_tensors,
-                                                 void* stream, void* /*workspace*/,
-                                                 uint64_t /*workspace_bytes*/) {
+                                                 void* stream, void* workspace,
+                                                 uint64_t workspace_bytes) {
   using namespace khk::gdn_prefill;
   if (num_tensors != kCount || t[kQ].ndim != 3 || t[kCuSeqlens].ndim != 1)
     return fail(KH_ERROR_INVALID_ARGUMENT,
@@ -120,9 +121,17 @@ KH_EXPORT int khk_gdn_prefill_qk4_v8_d128_k_last(const DLTensor* t, int32_t num_
     return KH_OK;
   }
 
-  if (dispatch(args, s) != cudaSuccess)
+  if (dispatch(args, workspace, workspace_bytes, s) != cudaSuccess)
     return fail(KH_ERROR_LAUNCH, "kernel launch failed");
   return KH_OK;
+}
+
+KH_EXPORT uint64_t khk_gdn_prefill_qk4_v8_d128_k_last_workspace_bytes(const DLTensor* t,
+                                                                    int32_t num_tensors) {
+  using namespace khk::gdn_prefill;
+  if (num_tensors != kCount || t[kQ].ndim != 3 || t[kCuSeqlens].ndim != 1) return 0;
+  const int64_t T = t[kQ].shape[0], N = t[kCuSeqlens].shape[0] - 1;
+  return T > 0 && N > 0 ? workspace_bytes(T, N) : 0;
 }
 
 KH_EXPORT const char* khk_gdn_prefill_qk4_v8_d128_k_last_error() {

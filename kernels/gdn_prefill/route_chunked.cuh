@@ -75,9 +75,32 @@ __device__ __forceinline__ int chunk_rows(int64_t length, int ci) {
   return left < kChunk ? static_cast<int>(left) : kChunk;
 }
 
-template <int kVS>
-__global__ void __launch_bounds__(kVS * 2, 1) chunked_prefill_kernel(PrefillArgs args) {
+/// What one launch of the chunked kernel computes. kFused: the whole call, one CTA per (sequence,
+/// head, slab). The context-parallel passes (route_context_parallel.cuh) cut each sequence into
+/// `groups` runs of whole chunks, one CTA per (sequence, head, slab, group), and use the
+/// workspace of GroupArgs; with S_out = S_in A_g + B_g the state map of group g:
+///   kTransfer   A_g: the chunks run from the identity with zero values, no output
+///   kLocal      B_g: the chunks run from zero with their values, no output
+///   kFromEntry  the outputs from the group's entry state (entry[g] from the scan, which holds
+///               the initial state for group 0); the last group writes new_state
+enum class ChunkPass { kFused, kTransfer, kLocal, kFromEntry };
+
+/// The context-parallel passes' workspace: per (sequence * 8 + head) and group one 128 x 128
+/// fp32 matrix [v][k] in each array.
+struct GroupArgs {
+  int groups = 1;
+  float* maps = nullptr;         // A_g (kTransfer writes)
+  float* local = nullptr;        // B_g (kLocal writes)
+  float* entry = nullptr;        // entry states (the scan writes, kFromEntry reads)
+};
+
+template <int kVS, ChunkPass kPass = ChunkPass::kFused>
+__global__ void __launch_bounds__(kVS * 2, 1)
+    chunked_prefill_kernel(PrefillArgs args, GroupArgs group_args = {}) {
   using Smem = ChunkSmem<kVS>;
+  constexpr bool kGrouped = kPass != ChunkPass::kFused;
+  constexpr bool kWritesOutput = kPass == ChunkPass::kFused || kPass == ChunkPass::kFromEntry;
+  constexpr bool kHasValues = kPass != ChunkPass::kTransfer;
   constexpr int kWarps = Smem::kWarps, kThreads = 32 * kWarps, kSlabs = kHeadSize / kVS;
   constexpr int kLdV = Smem::kLdV;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -97,7 +120,12 @@ __global__ void __launch_bounds__(kVS * 2, 1) chunked_prefill_kernel(PrefillArgs
   float* sDecay = sFac + kChunk;  // e^gamma_last
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, c = lane % 4;
-  const int64_t cta = blockIdx.x;
+  const int64_t groups = kGrouped ? group_args.groups : 1;
+  const int64_t grp = kGrouped ? int64_t{blockIdx.x} % groups : 0;
+  const int64_t cta = kGrouped ? int64_t{blockIdx.x} / groups : int64_t{blockIdx.x};
+  // The scan never reads the last group's map: entry states stop at the last group.
+  if constexpr (kPass == ChunkPass::kTransfer || kPass == ChunkPass::kLocal)
+    if (grp == groups - 1) return;
   const int slab = static_cast<int>(cta % kSlabs);
   const int h = static_cast<int>((cta / kSlabs) % kVHeads);
   const int v_first = slab * kVS + 16 * warp;  // this warp's first value row
@@ -132,7 +160,24 @@ __global__ void __launch_bounds__(kVS * 2, 1) chunked_prefill_kernel(PrefillArgs
     length = args.cu_seqlens[seq + 1] - t_begin;
   }
   const int64_t head_index = seq * kVHeads + h;
-  float* new_state = args.new_state + head_index * kStateFloats;
+  const int64_t seq_begin = t_begin, seq_length = length;
+  if constexpr (kGrouped) {  // this group's chunks: ceil(chunks / groups) each, the last ones short
+    const int64_t chunks_all = length > 0 ? (length + kChunk - 1) / kChunk : 0;
+    const int64_t per_group = (chunks_all + groups - 1) / groups;
+    const int64_t first = (grp * per_group < chunks_all ? grp * per_group : chunks_all) * kChunk;
+    const int64_t end = (grp + 1) * per_group * kChunk;
+    const int64_t last = end < seq_length ? end : (seq_length > 0 ? seq_length : 0);
+    t_begin = seq_begin + first;
+    length = last > first ? last - first : 0;
+  }
+  // Where the final state goes: new_state for the whole sequence, the workspace for a group map.
+  float* new_state = nullptr;
+  const int64_t group_matrix = (head_index * groups + grp) * kStateFloats;
+  if constexpr (kPass == ChunkPass::kFused) new_state = args.new_state + head_index * kStateFloats;
+  if constexpr (kPass == ChunkPass::kFromEntry)
+    if (grp == groups - 1) new_state = args.new_state + head_index * kStateFloats;
+  if constexpr (kPass == ChunkPass::kTransfer) new_state = group_args.maps + group_matrix;
+  if constexpr (kPass == ChunkPass::kLocal) new_state = group_args.local + group_matrix;
 
   // Tokens before the first sequence or after the last one belong to none: their output is zero,
   // as in the reference. The first and the last sequence's CTAs clear them, each its own columns.
@@ -144,18 +189,31 @@ __global__ void __launch_bounds__(kVS * 2, 1) chunked_prefill_kernel(PrefillArgs
       *reinterpret_cast<uint4*>(args.output + ((from + i / kSegs) * kVHeads + h) * kHeadSize +
                                 slab * kVS + 8 * (i % kSegs)) = make_uint4(0, 0, 0, 0);
   };
-  if (seq == 0) clear_output(0, t_begin);
-  if (seq == args.num_seqs - 1) clear_output(t_begin + (length > 0 ? length : 0), args.total_tokens);
+  if (kWritesOutput && seq == 0 && grp == 0) clear_output(0, seq_begin);
+  if (kWritesOutput && seq == args.num_seqs - 1 && grp == groups - 1)
+    clear_output(seq_begin + (seq_length > 0 ? seq_length : 0), args.total_tokens);
 
   // M: value rows v_first + g (+8), key columns 8 nt + 2c (+1).
+  // The initial M: the sequence's state (zero for an empty sequence, whatever the state was),
+  // the group's entry state, the identity (kTransfer) or zero (kLocal).
   float M[16][4];
-  const float* state = args.state ? args.state + head_index * kStateFloats : nullptr;
+  const float* state = args.state && seq_length > 0 ? args.state + head_index * kStateFloats
+                                                     : nullptr;
+  // kFromEntry reads even group 0's entry from the workspace (the scan copies the initial state
+  // there): with new_state == state, the last group may write new_state before group 0 starts.
+  if constexpr (kPass == ChunkPass::kFromEntry) state = group_args.entry + group_matrix;
+  if constexpr (kPass == ChunkPass::kLocal || kPass == ChunkPass::kTransfer) state = nullptr;
 #pragma unroll
   for (int nt = 0; nt < 16; ++nt) {
     float2 lo = make_float2(0.f, 0.f), hi = lo;
-    if (state && length > 0) {
+    if (state) {
       lo = *reinterpret_cast<const float2*>(state + (v_first + g) * kHeadSize + 8 * nt + 2 * c);
       hi = *reinterpret_cast<const float2*>(state + (v_first + g + 8) * kHeadSize + 8 * nt + 2 * c);
+    }
+    if constexpr (kPass == ChunkPass::kTransfer) {
+      const int r = v_first + g, k = 8 * nt + 2 * c;
+      lo = make_float2(r == k ? 1.f : 0.f, r == k + 1 ? 1.f : 0.f);
+      hi = make_float2(r + 8 == k ? 1.f : 0.f, r + 8 == k + 1 ? 1.f : 0.f);
     }
     M[nt][0] = lo.x, M[nt][1] = lo.y, M[nt][2] = hi.x, M[nt][3] = hi.y;
   }
@@ -179,10 +237,10 @@ __global__ void __launch_bounds__(kVS * 2, 1) chunked_prefill_kernel(PrefillArgs
       const bool valid = r < rows;
       const int64_t src = valid ? (t0 + r) * kQKHeads * kHeadSize + 8 * seg : 0;
       copy_16b_async(dK + r * kLdD + 8 * seg, k_head + src, valid);
-      copy_16b_async(dQ + r * kLdD + 8 * seg, q_head + src, valid);
+      if constexpr (kWritesOutput) copy_16b_async(dQ + r * kLdD + 8 * seg, q_head + src, valid);
     }
     constexpr int kSegsV = kVS / 8;
-    for (int i = threadIdx.x; i < rows16 * kSegsV; i += kThreads) {
+    for (int i = threadIdx.x; kHasValues && i < rows16 * kSegsV; i += kThreads) {
       const int r = i / kSegsV, seg = i % kSegsV;
       const bool valid = r < rows;
       const int64_t src = valid ? (t0 + r) * kVHeads * kHeadSize + 8 * seg : 0;
@@ -263,9 +321,12 @@ __global__ void __launch_bounds__(kVS * 2, 1) chunked_prefill_kernel(PrefillArgs
     // 16x16 blocks of the lower triangle dealt round-robin to the warps (rows of 16 tokens have
     // 1 to 4 such blocks, so whole rows per warp would leave warps idle). Rows past the last tile
     // are left alone: the inverse and everything after it stop at the last tile.
-    for (int job = warp; job < tiles * (tiles + 1); job += kWarps) {
-      const int blk = job / 2;
-      const bool is_qk = job % 2;  // K K^T -> A, or Q K^T -> P: two jobs per block balance better
+    // Without outputs there is no P: one job per block, so every warp keeps working.
+    const int jobs = kWritesOutput ? tiles * (tiles + 1) : tiles * (tiles + 1) / 2;
+    for (int job = warp; job < jobs; job += kWarps) {
+      const int blk = kWritesOutput ? job / 2 : job;
+      // K K^T -> A, or Q K^T -> P: two jobs per block balance better
+      const bool is_qk = kWritesOutput && job % 2;
       int rt = 0;
       while ((rt + 1) * (rt + 2) / 2 <= blk) ++rt;
       const int i0 = 16 * rt, j0 = 16 * (blk - rt * (rt + 1) / 2);
@@ -367,25 +428,29 @@ __global__ void __launch_bounds__(kVS * 2, 1) chunked_prefill_kernel(PrefillArgs
       }
     }
 
-    // Vn^T starts as U^T = V^T Tu^T: this warp's 16 value rows x the chunk's tokens.
+    // Vn^T starts as U^T = V^T Tu^T: this warp's 16 value rows x the chunk's tokens (zero
+    // without values).
     float vn[8][4] = {};
+    if constexpr (kHasValues) {
 #pragma unroll
-    for (int p = 0; p < 4; ++p) {
-      if (p >= tiles) continue;
+      for (int p = 0; p < 4; ++p) {
+        if (p >= tiles) continue;
 #pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
-        if (ks > p) continue;
-        uint32_t a[4], b_hi[4], b_lo[4];
-        ldmatrix_x4_trans(a, sV + (16 * ks + lane % 8 + (lane / 16) * 8) * kLdV + 16 * warp +
-                                 ((lane / 8) % 2) * 8);
-        const int b_off = (16 * p + lane % 8 + (lane / 16) * 8) * kLdC + 16 * ks + ((lane / 8) % 2) * 8;
-        ldmatrix_x4(b_hi, sTu + b_off);
-        mma_bf16(vn[2 * p], a, b_hi[0], b_hi[1]);
-        mma_bf16(vn[2 * p + 1], a, b_hi[2], b_hi[3]);
-        if constexpr (kSplitState) {
-          ldmatrix_x4(b_lo, sTu + kChunk * kLdC + b_off);
-          mma_bf16(vn[2 * p], a, b_lo[0], b_lo[1]);
-          mma_bf16(vn[2 * p + 1], a, b_lo[2], b_lo[3]);
+        for (int ks = 0; ks < 4; ++ks) {
+          if (ks > p) continue;
+          uint32_t a[4], b_hi[4], b_lo[4];
+          ldmatrix_x4_trans(a, sV + (16 * ks + lane % 8 + (lane / 16) * 8) * kLdV + 16 * warp +
+                                   ((lane / 8) % 2) * 8);
+          const int b_off =
+              (16 * p + lane % 8 + (lane / 16) * 8) * kLdC + 16 * ks + ((lane / 8) % 2) * 8;
+          ldmatrix_x4(b_hi, sTu + b_off);
+          mma_bf16(vn[2 * p], a, b_hi[0], b_hi[1]);
+          mma_bf16(vn[2 * p + 1], a, b_hi[2], b_hi[3]);
+          if constexpr (kSplitState) {
+            ldmatrix_x4(b_lo, sTu + kChunk * kLdC + b_off);
+            mma_bf16(vn[2 * p], a, b_lo[0], b_lo[1]);
+            mma_bf16(vn[2 * p + 1], a, b_lo[2], b_lo[3]);
+          }
         }
       }
     }
@@ -403,67 +468,72 @@ __global__ void __launch_bounds__(kVS * 2, 1) chunked_prefill_kernel(PrefillArgs
         const int b_off = (16 * p + lane % 8 + (lane / 16) * 8) * kLdD + 16 * ks + ((lane / 8) % 2) * 8;
         uint32_t bw[4], bq[4];
         ldmatrix_x4(bw, sW + b_off);
-        ldmatrix_x4(bq, sQ + b_off);
+        if constexpr (kWritesOutput) ldmatrix_x4(bq, sQ + b_off);
         mma_bf16(vn[2 * p], m_hi, bw[0], bw[1]);
         mma_bf16(vn[2 * p + 1], m_hi, bw[2], bw[3]);
         if constexpr (kSplitState) {
           mma_bf16(vn[2 * p], m_lo, bw[0], bw[1]);
           mma_bf16(vn[2 * p + 1], m_lo, bw[2], bw[3]);
         }
-        mma_bf16(o[2 * p], m_hi, bq[0], bq[1]);
-        mma_bf16(o[2 * p + 1], m_hi, bq[2], bq[3]);
-        if constexpr (kSplitOutput) {
-          mma_bf16(o[2 * p], m_lo, bq[0], bq[1]);
-          mma_bf16(o[2 * p + 1], m_lo, bq[2], bq[3]);
+        if constexpr (kWritesOutput) {
+          mma_bf16(o[2 * p], m_hi, bq[0], bq[1]);
+          mma_bf16(o[2 * p + 1], m_hi, bq[2], bq[3]);
+          if constexpr (kSplitOutput) {
+            mma_bf16(o[2 * p], m_lo, bq[0], bq[1]);
+            mma_bf16(o[2 * p + 1], m_lo, bq[2], bq[3]);
+          }
         }
       }
     }
 
-    // O^T = (O^T diag(e^gamma) + Vn^T P^T) scale, then out through this warp's staging tile.
+    if constexpr (kWritesOutput) {
+      // O^T = (O^T diag(e^gamma) + Vn^T P^T) scale, then out through this warp's staging tile.
 #pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-      const float e0 = sEg[8 * nt + 2 * c], e1 = sEg[8 * nt + 2 * c + 1];
-      o[nt][0] *= e0, o[nt][1] *= e1, o[nt][2] *= e0, o[nt][3] *= e1;
-    }
+      for (int nt = 0; nt < 8; ++nt) {
+        const float e0 = sEg[8 * nt + 2 * c], e1 = sEg[8 * nt + 2 * c + 1];
+        o[nt][0] *= e0, o[nt][1] *= e1, o[nt][2] *= e0, o[nt][3] *= e1;
+      }
 #pragma unroll
-    for (int ks = 0; ks < 4; ++ks) {
-      if (ks >= tiles) continue;
-      uint32_t a_hi[4], a_lo[4];
-      split_a_fragment(vn[2 * ks], vn[2 * ks + 1], a_hi, a_lo);
+      for (int ks = 0; ks < 4; ++ks) {
+        if (ks >= tiles) continue;
+        uint32_t a_hi[4], a_lo[4];
+        split_a_fragment(vn[2 * ks], vn[2 * ks + 1], a_hi, a_lo);
 #pragma unroll
-      for (int p = 0; p < 4; ++p) {
-        if (p < ks || p >= tiles) continue;
-        const int b_off = (16 * p + lane % 8 + (lane / 16) * 8) * kLdC + 16 * ks + ((lane / 8) % 2) * 8;
-        uint32_t b[4];
-        ldmatrix_x4(b, sP + b_off);
-        mma_bf16(o[2 * p], a_hi, b[0], b[1]);
-        mma_bf16(o[2 * p + 1], a_hi, b[2], b[3]);
-        if constexpr (kSplitOutput) {
-          uint32_t b_lo[4];
-          ldmatrix_x4(b_lo, sP + kChunk * kLdC + b_off);
-          mma_bf16(o[2 * p], a_lo, b[0], b[1]);
-          mma_bf16(o[2 * p + 1], a_lo, b[2], b[3]);
-          mma_bf16(o[2 * p], a_hi, b_lo[0], b_lo[1]);
-          mma_bf16(o[2 * p + 1], a_hi, b_lo[2], b_lo[3]);
+        for (int p = 0; p < 4; ++p) {
+          if (p < ks || p >= tiles) continue;
+          const int b_off =
+              (16 * p + lane % 8 + (lane / 16) * 8) * kLdC + 16 * ks + ((lane / 8) % 2) * 8;
+          uint32_t b[4];
+          ldmatrix_x4(b, sP + b_off);
+          mma_bf16(o[2 * p], a_hi, b[0], b[1]);
+          mma_bf16(o[2 * p + 1], a_hi, b[2], b[3]);
+          if constexpr (kSplitOutput) {
+            uint32_t b_lo[4];
+            ldmatrix_x4(b_lo, sP + kChunk * kLdC + b_off);
+            mma_bf16(o[2 * p], a_lo, b[0], b[1]);
+            mma_bf16(o[2 * p + 1], a_lo, b[2], b[3]);
+            mma_bf16(o[2 * p], a_hi, b_lo[0], b_lo[1]);
+            mma_bf16(o[2 * p + 1], a_hi, b_lo[2], b_lo[3]);
+          }
         }
       }
-    }
 #pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-      const int t = 8 * nt + 2 * c;
-      sO[t * kLdO + g] = __float2bfloat16_rn(o[nt][0] * args.scale);
-      sO[(t + 1) * kLdO + g] = __float2bfloat16_rn(o[nt][1] * args.scale);
-      sO[t * kLdO + g + 8] = __float2bfloat16_rn(o[nt][2] * args.scale);
-      sO[(t + 1) * kLdO + g + 8] = __float2bfloat16_rn(o[nt][3] * args.scale);
-    }
-    __syncwarp();
-    {
-      const int64_t t0 = t_begin + int64_t{ci} * kChunk;
-      for (int q = lane; q < 2 * rows; q += 32) {
-        const int t = q / 2, half = q % 2;
-        *reinterpret_cast<uint4*>(args.output + ((t0 + t) * kVHeads + h) * kHeadSize + v_first +
-                                  8 * half) =
-            *reinterpret_cast<const uint4*>(sO + t * kLdO + 8 * half);
+      for (int nt = 0; nt < 8; ++nt) {
+        const int t = 8 * nt + 2 * c;
+        sO[t * kLdO + g] = __float2bfloat16_rn(o[nt][0] * args.scale);
+        sO[(t + 1) * kLdO + g] = __float2bfloat16_rn(o[nt][1] * args.scale);
+        sO[t * kLdO + g + 8] = __float2bfloat16_rn(o[nt][2] * args.scale);
+        sO[(t + 1) * kLdO + g + 8] = __float2bfloat16_rn(o[nt][3] * args.scale);
+      }
+      __syncwarp();
+      {
+        const int64_t t0 = t_begin + int64_t{ci} * kChunk;
+        for (int q = lane; q < 2 * rows; q += 32) {
+          const int t = q / 2, half = q % 2;
+          *reinterpret_cast<uint4*>(args.output + ((t0 + t) * kVHeads + h) * kHeadSize + v_first +
+                                    8 * half) =
+              *reinterpret_cast<const uint4*>(sO + t * kLdO + 8 * half);
+        }
       }
     }
 
@@ -495,7 +565,9 @@ __global__ void __launch_bounds__(kVS * 2, 1) chunked_prefill_kernel(PrefillArgs
     }
   }
 
-  // The final state (zero for an empty sequence, whatever the initial state was).
+  // The final state (zero for an empty sequence, whatever the initial state was), or the group's
+  // map; nothing for a group before the last in kFromEntry.
+  if (new_state == nullptr) return;
 #pragma unroll
   for (int nt = 0; nt < 16; ++nt) {
     *reinterpret_cast<float2*>(new_state + (v_first + g) * kHeadSize + 8 * nt + 2 * c) =
@@ -505,9 +577,9 @@ __global__ void __launch_bounds__(kVS * 2, 1) chunked_prefill_kernel(PrefillArgs
   }
 }
 
+#if defined(__CUDACC__)  // a host build (the tests' CTA emulator) runs the kernel body itself
 /// Launches the chunked route with value slabs of kVS columns: one CTA per (sequence, head,
 /// slab), CTA order (sequence, head, slab) so the slabs of a head share their K and Q in L2.
-/// Launches the chunked route with value slabs of kVS columns: one CTA per (sequence, head, slab).
 /// The opt-in to more than 48 KB of shared memory is set on every call: it is no stream operation
 /// (a captured call may make it) and costs the host a microsecond. A flag remembering it would be
 /// a template static, which the dynamic linker unifies across every loaded library that holds this
@@ -523,5 +595,6 @@ cudaError_t launch_chunked(const PrefillArgs& args, cudaStream_t stream) {
   chunked_prefill_kernel<kVS><<<static_cast<unsigned>(ctas), kVS * 2, bytes, stream>>>(args);
   return cudaGetLastError();
 }
+#endif
 
 }  // namespace khk::gdn_prefill

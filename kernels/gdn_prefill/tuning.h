@@ -3,11 +3,28 @@
 // controller's tuner can search them; this header only names them and checks they are set.
 #pragma once
 
-#if !defined(MIN_CTAS) || !defined(MAX_SLABS) || !defined(SPLIT_OPERANDS)
+#if !defined(MIN_CTAS) || !defined(MAX_SLABS) || !defined(SPLIT_OPERANDS) || \
+    !defined(SERIAL_MAX_TOKENS) || !defined(CP_MAX_GROUPS) || !defined(CP_MIN_TOKENS)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
 
 namespace khk::gdn_prefill {
+
+// Calls of at most this many tokens (all sequences together) take the token-serial route
+// (route_token_serial.cuh, its knobs in serial_tuning.h), the others the chunked route. The
+// serial route's time grows with the longest sequence's tokens and its issue work with all of
+// them, while the chunked route pays a fixed cost per 64-token chunk on its chain; the total is
+// the one size known on the host without a sync, and the longest sequence is at most the total.
+// 0: never serial.
+constexpr long long kSerialMaxTokens = SERIAL_MAX_TOKENS;
+
+// The context-parallel route (route_context_parallel.cuh) cuts each sequence into groups of whole
+// chunks computed in parallel, at three passes of chunk work instead of one: it is taken when the
+// chunked route's (sequence, head, slab) items leave at least half of kMinCtas idle (groups =
+// kMinCtas / items >= 2, at most kCpMaxGroups; 0 or 1: never) and the sequences average at least
+// kCpMinTokensPerSeq tokens, so each group still holds several chunks.
+constexpr int kCpMaxGroups = CP_MAX_GROUPS;
+constexpr long long kCpMinTokensPerSeq = CP_MIN_TOKENS;
 
 // A head's 128 value columns split into 1, 2, 4 or 8 slabs, one CTA each (dispatch.cu). More
 // slabs spread a few sequences over more SMs but repeat the chunk's key-only work (K K^T, Q K^T,
@@ -33,6 +50,8 @@ constexpr bool kSplitOutput = kSplitOperands == SplitOperands::all;
 constexpr int kRankMaxSeqs = 128;
 
 static_assert(kMinCtas >= 1, "MIN_CTAS: at least 1");
+static_assert(kSerialMaxTokens >= 0, "SERIAL_MAX_TOKENS: 0 or more");
+static_assert(kCpMaxGroups >= 0, "CP_MAX_GROUPS: 0 or more");
 static_assert(kMaxSlabs == 1 || kMaxSlabs == 2 || kMaxSlabs == 4 || kMaxSlabs == 8,
               "MAX_SLABS: 1, 2, 4 or 8");
 
