@@ -6,10 +6,12 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "backend_doubles.h"
 #include "kh/check/element_rule.h"
 #include "kh/core/host_tensor.h"
 #include "kh/run/memory_backend.h"
@@ -31,19 +33,9 @@ struct DeviceTensor {
 
 // The element rule's sums over a pair on the host, as check_tensor computes them.
 ElementScreen host_screen(const HostTensor& x, const HostTensor& y) {
-  ElementScreen s;
-  const Tolerance tolerance{kAtol, kRtol, 1.0};
-  for (std::int64_t i = 0; i < x.numel(); ++i) {
-    const auto xi = static_cast<float>(x.get(i)), yi = static_cast<float>(y.get(i));
-    s.non_finite |= !std::isfinite(xi);
-    const ElementComparison c = compare_element(xi, yi, tolerance);
-    s.fails += c.fails;
-    if (!std::isnan(c.abs_error))
-      s.max_absolute_error = std::max(s.max_absolute_error, c.abs_error);
-    if (!std::isnan(c.rel_error))
-      s.max_relative_error = std::max(s.max_relative_error, c.rel_error);
-  }
-  return s;
+  return test::host_element_screen(x.numel(), kAtol, kRtol, [&](std::int64_t i) {
+    return std::pair{static_cast<float>(x.get(i)), static_cast<float>(y.get(i))};
+  });
 }
 
 class DeviceScreen : public ::testing::TestWithParam<DType> {};

@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "backend_doubles.h"
 #include "kh/gen/input_generator.h"
 #include "kh/run/call_buffers.h"
 #include "kh/run/memory_backend.h"
@@ -19,38 +20,18 @@ namespace {
 using ::testing::HasSubstr;
 
 // The cpu backend, counting the bytes each direction moves.
-class CountingBackend final : public MemoryBackend {
+class CountingBackend final : public test::ForwardingBackend {
  public:
-  std::string name() const override { return inner_->name(); }
-  DLDevice device() const override { return inner_->device(); }
-  void* stream() override { return inner_->stream(); }
-  void* allocate(std::size_t bytes) override { return inner_->allocate(bytes); }
-  void release(void* p) override { inner_->release(p); }
   void upload(void* dst, const void* src, std::size_t bytes) override {
     uploaded += bytes;
-    inner_->upload(dst, src, bytes);
+    ForwardingBackend::upload(dst, src, bytes);
   }
   void download(void* dst, const void* src, std::size_t bytes) override {
     downloaded += bytes;
-    inner_->download(dst, src, bytes);
+    ForwardingBackend::download(dst, src, bytes);
   }
-  void zero(void* dst, std::size_t bytes) override { inner_->zero(dst, bytes); }
-  void fill(void* dst, std::size_t bytes, const void* pattern, std::size_t n) override {
-    inner_->fill(dst, bytes, pattern, n);
-  }
-  std::uint64_t digest(const void* src, std::size_t bytes) override {
-    return inner_->digest(src, bytes);
-  }
-  std::optional<ElementScreen> screen(const void* solution, const void* reference, DType dtype,
-                                      std::int64_t numel, float atol, float rtol) override {
-    return inner_->screen(solution, reference, dtype, numel, atol, rtol);
-  }
-  void synchronize() override { inner_->synchronize(); }
 
   std::size_t uploaded = 0, downloaded = 0;
-
- private:
-  std::unique_ptr<MemoryBackend> inner_ = make_cpu_backend();
 };
 
 struct DecodeCall {

@@ -7,9 +7,11 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <utility>
 
 #include <gtest/gtest.h>
 
+#include "backend_doubles.h"
 #include "kh/check/checker.h"
 #include "kh/check/element_rule.h"
 #include "kh/core/minifloat.h"
@@ -24,26 +26,8 @@ namespace kh {
 namespace {
 
 // The cpu backend with a host screen of float32 and bfloat16 tensors.
-class ScreeningBackend final : public MemoryBackend {
+class ScreeningBackend final : public test::ForwardingBackend {
  public:
-  std::string name() const override { return inner_->name(); }
-  DLDevice device() const override { return inner_->device(); }
-  void* stream() override { return inner_->stream(); }
-  void* allocate(std::size_t bytes) override { return inner_->allocate(bytes); }
-  void release(void* p) override { inner_->release(p); }
-  void upload(void* dst, const void* src, std::size_t bytes) override {
-    inner_->upload(dst, src, bytes);
-  }
-  void download(void* dst, const void* src, std::size_t bytes) override {
-    inner_->download(dst, src, bytes);
-  }
-  void zero(void* dst, std::size_t bytes) override { inner_->zero(dst, bytes); }
-  void fill(void* dst, std::size_t bytes, const void* pattern, std::size_t n) override {
-    inner_->fill(dst, bytes, pattern, n);
-  }
-  std::uint64_t digest(const void* src, std::size_t bytes) override {
-    return inner_->digest(src, bytes);
-  }
   std::optional<ElementScreen> screen(const void* solution, const void* reference, DType dtype,
                                       std::int64_t numel, float atol, float rtol) override {
     ++screens;
@@ -52,26 +36,12 @@ class ScreeningBackend final : public MemoryBackend {
       if (dtype == DType::kFloat32) return static_cast<const float*>(p)[i];
       return bf16_bits_to_float(static_cast<const std::uint16_t*>(p)[i]);
     };
-    ElementScreen s;
-    const Tolerance tolerance{atol, rtol, 1.0};
-    for (std::int64_t i = 0; i < numel; ++i) {
-      const float x = at(solution, i), y = at(reference, i);
-      s.non_finite |= !std::isfinite(x);
-      const ElementComparison c = compare_element(x, y, tolerance);
-      s.fails += c.fails;
-      if (!std::isnan(c.abs_error))
-        s.max_absolute_error = std::max(s.max_absolute_error, c.abs_error);
-      if (!std::isnan(c.rel_error))
-        s.max_relative_error = std::max(s.max_relative_error, c.rel_error);
-    }
-    return s;
+    return test::host_element_screen(numel, atol, rtol, [&](std::int64_t i) {
+      return std::pair{at(solution, i), at(reference, i)};
+    });
   }
-  void synchronize() override {}
 
   int screens = 0;
-
- private:
-  std::unique_ptr<MemoryBackend> inner_ = make_cpu_backend();
 };
 
 // One GDN decode call: its reference outputs resident, and the "candidate's" outputs a copy of
