@@ -28,8 +28,12 @@ class ForwardingBackend : public MemoryBackend {
   void fill(void* dst, std::size_t bytes, const void* pattern, std::size_t n) override {
     inner_->fill(dst, bytes, pattern, n);
   }
-  std::uint64_t digest(const void* src, std::size_t bytes) override {
-    return inner_->digest(src, bytes);
+  std::vector<std::uint64_t> digests(const std::vector<ByteRange>& ranges) override {
+    return inner_->digests(ranges);
+  }
+  std::optional<std::size_t> first_changed_range(const std::vector<ByteRange>& ranges,
+                                                 unsigned char value) override {
+    return inner_->first_changed_range(ranges, value);
   }
   std::optional<ElementScreen> screen(const void* solution, const void* reference, DType dtype,
                                       std::int64_t numel, float atol, float rtol) override {

@@ -99,5 +99,40 @@ TEST(CallBuffers, OutputDigestsSeeOneChangedBit) {
   EXPECT_NE(buffers.output_digests(), before);
 }
 
+TEST(CallBuffers, IntactRedZonesAreClearedWithoutBringingThemBack) {
+  CountingBackend backend;
+  DecodeCall c;
+  CallBuffers buffers(backend, c.def, c.gen.axes(), c.inputs);
+  backend.downloaded = 0;
+  EXPECT_EQ(buffers.damaged_red_zone(), std::nullopt);
+  EXPECT_EQ(backend.downloaded, 0u);
+}
+
+TEST(CallBuffers, AWriteIntoARedZoneIsFoundWithItsSideAndDistance) {
+  CountingBackend backend;
+  DecodeCall c;
+  {
+    CallBuffers buffers(backend, c.def, c.gen.axes(), c.inputs);
+    const DLTensor& out = buffers.tensors().back();  // new_state
+    const std::size_t bytes =
+        storage_bytes(c.def.outputs.back().dtype,
+                      shape_numel(c.def.shape_of(c.def.outputs.back(), c.gen.axes())));
+    static_cast<unsigned char*>(out.data)[bytes + 3] = 0;
+    const auto where = buffers.damaged_red_zone();
+    ASSERT_TRUE(where.has_value());
+    EXPECT_THAT(*where, HasSubstr("wrote past the end of output 'new_state'"));
+    EXPECT_THAT(*where, HasSubstr("changed 3 bytes after the end of the data"));
+  }
+  {
+    CallBuffers buffers(backend, c.def, c.gen.axes(), c.inputs);
+    const DLTensor& q = buffers.tensors().front();
+    static_cast<unsigned char*>(q.data)[-1] = 0;
+    const auto where = buffers.damaged_red_zone();
+    ASSERT_TRUE(where.has_value());
+    EXPECT_THAT(*where, HasSubstr("wrote before the start of input 'q'"));
+    EXPECT_THAT(*where, HasSubstr("changed 0 bytes before the data"));
+  }
+}
+
 }  // namespace
 }  // namespace kh

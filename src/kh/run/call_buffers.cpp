@@ -45,9 +45,8 @@ CallBuffers::Buffer CallBuffers::allocate(const std::string& name, DType dtype, 
   b.red_zone = red_zone_;
   b.base = backend_.allocate(b.bytes + 2 * red_zone_);
   if (red_zone_) {
-    const std::vector<unsigned char> zone(red_zone_, kCanaryByte);
-    backend_.upload(b.base, zone.data(), red_zone_);
-    backend_.upload(static_cast<char*>(b.data()) + b.bytes, zone.data(), red_zone_);
+    backend_.fill(b.base, red_zone_, &kCanaryByte, 1);
+    backend_.fill(static_cast<char*>(b.data()) + b.bytes, red_zone_, &kCanaryByte, 1);
   }
   return b;
 }
@@ -85,6 +84,7 @@ CallBuffers::CallBuffers(MemoryBackend& backend, const Definition& def, const Ax
   }
   for (std::size_t i = 0; i < input_buffer_.size(); ++i)
     fill_input(i, inputs.find(def.inputs[i].name), device_draws);
+  input_digests_ = current_input_digests();
   for (const auto& decl : def.outputs) {
     shapes_.push_back(def.shape_of(decl, axes));
     buffers_.push_back(allocate(decl.name, decl.dtype, shapes_.back(), true));
@@ -124,9 +124,23 @@ void CallBuffers::poison_outputs() {
 }
 
 std::vector<std::uint64_t> CallBuffers::output_digests() const {
-  std::vector<std::uint64_t> digests;
+  std::vector<ByteRange> ranges;
   for (const auto& b : buffers_)
-    if (b.is_output) digests.push_back(backend_.digest(b.data(), b.bytes));
+    if (b.is_output) ranges.push_back({b.data(), b.bytes});
+  return backend_.digests(ranges);
+}
+
+std::map<std::string, std::uint64_t> CallBuffers::current_input_digests() const {
+  std::vector<ByteRange> ranges;
+  std::vector<const Buffer*> inputs;
+  for (const std::size_t i : input_buffer_) {
+    if (i == kNone) continue;
+    ranges.push_back({buffers_[i].data(), buffers_[i].bytes});
+    inputs.push_back(&buffers_[i]);
+  }
+  const std::vector<std::uint64_t> sums = backend_.digests(ranges);
+  std::map<std::string, std::uint64_t> digests;
+  for (std::size_t i = 0; i < inputs.size(); ++i) digests[inputs[i]->name] = sums.at(i);
   return digests;
 }
 
@@ -142,14 +156,12 @@ void CallBuffers::fill_input(std::size_t i, const HostTensor* host,
     if (backend_.device().device_type != kDLCUDA)
       fail("input '{}': the {} backend cannot draw inputs in its memory", b.name, backend_.name());
     draw_on_device(draw->second, b.data(), b.dtype, shape_numel(b.shape), backend_.stream());
-    input_digests_[b.name] = backend_.digest(b.data(), b.bytes);
     drawn_.insert(b.name);
     return;
   }
   if (!host || host->nbytes() != b.bytes)
     fail("input '{}': the values do not fit its buffer ({} bytes)", b.name, b.bytes);
   backend_.upload(b.data(), host->bytes(), b.bytes);
-  input_digests_[b.name] = backend_.digest(b.data(), b.bytes);
   drawn_.erase(b.name);
 }
 
@@ -158,6 +170,7 @@ void CallBuffers::reupload_inputs(const InputSet& inputs, const DeviceDraws& dev
   drawn_.clear();
   for (std::size_t i = 0; i < input_buffer_.size(); ++i)
     fill_input(i, inputs.find(inputs[i].name), device_draws);
+  input_digests_ = current_input_digests();
 }
 
 HostTensor CallBuffers::download_input(const std::string& name) const {
@@ -173,36 +186,48 @@ HostTensor CallBuffers::download_input(const std::string& name) const {
 
 std::optional<std::string> CallBuffers::damaged_red_zone() const {
   if (!red_zone_) return std::nullopt;
-  std::vector<unsigned char> zone(red_zone_);
-  auto check = [&](const Buffer& b) -> std::optional<std::string> {
-    for (int side = 0; side < 2; ++side) {
-      const char* p =
-          side ? static_cast<const char*>(b.data()) + b.bytes : static_cast<const char*>(b.base);
-      backend_.download(zone.data(), p, red_zone_);
-      for (std::size_t i = 0; i < red_zone_; ++i) {
-        if (zone[i] == kCanaryByte) continue;
-        const std::size_t distance = side ? i : red_zone_ - i - 1;  // bytes from the data
-        return fmt::format("wrote {} {} '{}': its red zone changed {} byte{} {} the data",
-                           side ? "past the end of" : "before the start of",
-                           b.is_output ? "output" : "input", b.name, distance,
-                           distance == 1 ? "" : "s", side ? "after the end of" : "before");
-      }
-    }
-    return std::nullopt;
+  // Both zones of every buffer in one pass; only a changed one comes to the host, to be located.
+  struct Zone {
+    const Buffer* buffer;
+    bool after;  // the zone past the end of the data
   };
-  for (const auto& b : buffers_)
-    if (auto where = check(b)) return where;
-  if (workspace_)
-    if (auto where = check(*workspace_)) return where;
-  return std::nullopt;
+  std::vector<Zone> zones;
+  std::vector<ByteRange> ranges;
+  auto add = [&](const Buffer& b) {
+    for (const bool after : {false, true}) {
+      zones.push_back({&b, after});
+      ranges.push_back({after ? static_cast<const char*>(b.data()) + b.bytes : b.base, red_zone_});
+    }
+  };
+  for (const auto& b : buffers_) add(b);
+  if (workspace_) add(*workspace_);
+  const auto changed = backend_.first_changed_range(ranges, kCanaryByte);
+  if (!changed) return std::nullopt;
+  const Zone& z = zones.at(*changed);
+  std::vector<unsigned char> zone(red_zone_);
+  backend_.download(zone.data(), ranges[*changed].data, red_zone_);
+  // The changed byte nearest the data.
+  std::size_t distance = 0;
+  for (std::size_t i = 0; i < red_zone_; ++i) {
+    const std::size_t at = z.after ? i : red_zone_ - i - 1;
+    if (zone[at] != kCanaryByte) {
+      distance = i;
+      break;
+    }
+  }
+  return fmt::format("wrote {} {} '{}': its red zone changed {} byte{} {} the data",
+                     z.after ? "past the end of" : "before the start of",
+                     z.buffer->is_output ? "output" : "input", z.buffer->name, distance,
+                     distance == 1 ? "" : "s", z.after ? "after the end of" : "before");
 }
 
 std::optional<std::string> CallBuffers::modified_input(const InputSet& expected) const {
+  const std::map<std::string, std::uint64_t> now_digests = current_input_digests();
   for (std::size_t i = 0; i < input_buffer_.size(); ++i) {
     if (input_buffer_[i] == kNone) continue;
     const Buffer& b = buffers_[input_buffer_[i]];
     if (auto known = input_digests_.find(b.name); known != input_digests_.end()) {
-      if (backend_.digest(b.data(), b.bytes) == known->second) continue;
+      if (now_digests.at(b.name) == known->second) continue;
       if (drawn_.count(b.name))
         return fmt::format("modified input '{}' (its digest changed during the call)", b.name);
     }

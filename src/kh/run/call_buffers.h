@@ -80,6 +80,8 @@ class CallBuffers {
   };
   Buffer allocate(const std::string& name, DType dtype, const Shape& shape, bool is_output);
   void fill_input(std::size_t i, const HostTensor* host, const DeviceDraws& device_draws);
+  /// Every input buffer's digest now, by name, in one pass where they live.
+  std::map<std::string, std::uint64_t> current_input_digests() const;
 
   MemoryBackend& backend_;
   std::size_t red_zone_;

@@ -45,11 +45,24 @@ class CpuBackend final : public MemoryBackend {
       filled += n;
     }
   }
-  std::uint64_t digest(const void* src, std::size_t bytes) override {
-    std::uint64_t sum = 0;
-    for (std::size_t i = 0; i < (bytes + 7) / 8; ++i)
-      sum += digest_term(digest_word(static_cast<const unsigned char*>(src), bytes, i), i);
-    return sum;
+  std::vector<std::uint64_t> digests(const std::vector<ByteRange>& ranges) override {
+    std::vector<std::uint64_t> sums;
+    for (const ByteRange& r : ranges) {
+      std::uint64_t sum = 0;
+      for (std::size_t i = 0; i < (r.bytes + 7) / 8; ++i)
+        sum += digest_term(digest_word(static_cast<const unsigned char*>(r.data), r.bytes, i), i);
+      sums.push_back(sum);
+    }
+    return sums;
+  }
+  std::optional<std::size_t> first_changed_range(const std::vector<ByteRange>& ranges,
+                                                 unsigned char value) override {
+    for (std::size_t i = 0; i < ranges.size(); ++i) {
+      const auto* p = static_cast<const unsigned char*>(ranges[i].data);
+      if (std::any_of(p, p + ranges[i].bytes, [&](unsigned char b) { return b != value; }))
+        return i;
+    }
+    return std::nullopt;
   }
   // Host memory: the host check reads the tensors where they are, so a screen saves nothing.
   std::optional<ElementScreen> screen(const void*, const void*, DType, std::int64_t, float,

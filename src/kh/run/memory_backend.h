@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <dlpack/dlpack.h>
 
@@ -23,6 +24,12 @@ namespace kh {
 class DeviceError : public Error {
  public:
   using Error::Error;
+};
+
+/// A byte range in a backend's memory.
+struct ByteRange {
+  const void* data;
+  std::size_t bytes;
 };
 
 class MemoryBackend {
@@ -42,8 +49,12 @@ class MemoryBackend {
   /// Fills `bytes` bytes at `dst` with `pattern` (`pattern_bytes` of 1, 2, 4 or 8) repeated.
   virtual void fill(void* dst, std::size_t bytes, const void* pattern,
                     std::size_t pattern_bytes) = 0;
-  /// The digest (core/digest.h) of a byte range, computed where it lives.
-  virtual std::uint64_t digest(const void* src, std::size_t bytes) = 0;
+  /// The digest (core/digest.h) of each range, computed where they live, in one pass.
+  virtual std::vector<std::uint64_t> digests(const std::vector<ByteRange>& ranges) = 0;
+  /// The index of the first range holding a byte other than `value` (a red zone written into),
+  /// or nullopt; one pass over all of them.
+  virtual std::optional<std::size_t> first_changed_range(const std::vector<ByteRange>& ranges,
+                                                         unsigned char value) = 0;
   /// The element rule's screen (element_screen.h) of `numel` elements of two tensors of `dtype`,
   /// computed where they live; nullopt where that saves nothing over the host check (host
   /// memory) or the dtype is not one the backend screens.

@@ -4,7 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include "kh/core/error.h"
-#include "kh/run/cuda/device_digest.h"
+#include "kh/run/cuda/device_ranges.h"
 #include "kh/run/cuda/device_screen.h"
 #include "kh/run/memory_backend.h"
 
@@ -14,6 +14,13 @@ namespace {
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess)
     fail("cuda backend: {} failed: {} ({})", what, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+std::vector<DeviceRange> device_ranges(const std::vector<ByteRange>& ranges) {
+  std::vector<DeviceRange> out;
+  out.reserve(ranges.size());
+  for (const ByteRange& r : ranges) out.push_back({r.data, r.bytes});
+  return out;
 }
 
 class CudaBackend final : public MemoryBackend {
@@ -45,12 +52,16 @@ class CudaBackend final : public MemoryBackend {
   void zero(void* dst, std::size_t bytes) override {
     check(cudaMemsetAsync(dst, 0, bytes, stream_), "memset");
   }
-  void fill(void* dst, std::size_t bytes, const void* pattern,
-            std::size_t pattern_bytes) override {
+  void fill(void* dst, std::size_t bytes, const void* pattern, std::size_t pattern_bytes) override {
     device_fill_pattern(dst, bytes, pattern, pattern_bytes, stream_);
   }
-  std::uint64_t digest(const void* src, std::size_t bytes) override {
-    return device_digest(src, bytes, stream_);
+  std::vector<std::uint64_t> digests(const std::vector<ByteRange>& ranges) override {
+    return device_digests(device_ranges(ranges), stream_);
+  }
+  std::optional<std::size_t> first_changed_range(const std::vector<ByteRange>& ranges,
+                                                 unsigned char value) override {
+    const std::size_t i = device_first_changed_range(device_ranges(ranges), value, stream_);
+    return i < ranges.size() ? std::optional(i) : std::nullopt;
   }
   std::optional<ElementScreen> screen(const void* solution, const void* reference, DType dtype,
                                       std::int64_t numel, float atol, float rtol) override {

@@ -70,11 +70,22 @@ __global__ void screen_kernel(const void* solution, const void* reference, std::
   if (non_finite) atomicOr(&sums->non_finite, 1);
 }
 
-__global__ void fill_kernel(unsigned long long* words, std::size_t count, unsigned long long word) {
+// Bytes [0, head) and [head + 8 * words, head + 8 * words + tail) of dst from `pattern` (its
+// byte j at offset j), the words between as `word` (already in the pattern's phase at `head`).
+__global__ void fill_kernel(unsigned char* dst, std::size_t head, std::size_t words,
+                            std::size_t tail, unsigned long long word, unsigned long long pattern,
+                            unsigned pattern_bytes) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < count;
+  auto* aligned = reinterpret_cast<unsigned long long*>(dst + head);
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < words;
        i += stride)
-    words[i] = word;
+    aligned[i] = word;
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  auto byte_at = [&](std::size_t offset) {
+    return static_cast<unsigned char>(pattern >> (8 * (offset % pattern_bytes)));
+  };
+  for (std::size_t j = 0; j < head; ++j) dst[j] = byte_at(j);
+  for (std::size_t j = head + 8 * words; j < head + 8 * words + tail; ++j) dst[j] = byte_at(j);
 }
 
 void check(cudaError_t e, const char* what) {
@@ -124,25 +135,27 @@ void device_fill_pattern(void* dst, std::size_t bytes, const void* pattern,
                          std::size_t pattern_bytes, void* cuda_stream) {
   if (pattern_bytes == 0 || 8 % pattern_bytes != 0)
     fail("device fill: a pattern of {} bytes does not tile an 8-byte word", pattern_bytes);
-  if (reinterpret_cast<std::uintptr_t>(dst) % 8 != 0)
-    fail("device fill: the destination is not 8-byte aligned");
-  auto stream = static_cast<cudaStream_t>(cuda_stream);
-  unsigned char word_bytes[8];
+  if (bytes == 0) return;
+  unsigned long long bits = 0;  // the pattern, repeated over 8 bytes
   for (std::size_t i = 0; i < 8; ++i)
-    word_bytes[i] = static_cast<const unsigned char*>(pattern)[i % pattern_bytes];
+    bits |= static_cast<unsigned long long>(
+                static_cast<const unsigned char*>(pattern)[i % pattern_bytes])
+            << (8 * i);
+  // Bytes up to the first 8-byte boundary, whole words, then the rest. A red zone after an
+  // output of odd size starts anywhere.
+  const auto address = reinterpret_cast<std::uintptr_t>(dst);
+  const std::size_t head = std::min<std::size_t>(bytes, (8 - address % 8) % 8);
+  const std::size_t words = (bytes - head) / 8;
+  const std::size_t tail = bytes - head - 8 * words;
+  // The word at offset `head` starts at the pattern's byte head % pattern_bytes.
   unsigned long long word = 0;
-  std::memcpy(&word, word_bytes, 8);
-  const std::size_t words = bytes / 8;
-  if (words)
-    fill_kernel<<<blocks_for(static_cast<std::int64_t>(words)), kThreads, 0, stream>>>(
-        static_cast<unsigned long long*>(dst), words, word);
+  for (std::size_t b = 0; b < 8; ++b)
+    word |= ((bits >> (8 * ((head + b) % pattern_bytes))) & 0xff) << (8 * b);
+  const unsigned blocks = blocks_for(static_cast<std::int64_t>(std::max<std::size_t>(1, words)));
+  fill_kernel<<<blocks, kThreads, 0, static_cast<cudaStream_t>(cuda_stream)>>>(
+      static_cast<unsigned char*>(dst), head, words, tail, word, bits,
+      static_cast<unsigned>(pattern_bytes));
   check(cudaGetLastError(), "launch");
-  // The tail (fewer than 8 bytes) from the host: still a whole number of pattern elements.
-  if (const std::size_t tail = bytes - words * 8)
-    check(cudaMemcpyAsync(static_cast<unsigned char*>(dst) + words * 8, word_bytes, tail,
-                          cudaMemcpyHostToDevice, stream),
-          "tail copy");
-  check(cudaStreamSynchronize(stream), "synchronisation");
 }
 
 }  // namespace kh

@@ -25,8 +25,8 @@ struct DeviceScreenSums {
 bool device_screen(const void* solution, const void* reference, DType dtype, std::int64_t numel,
                    float atol, float rtol, void* cuda_stream, DeviceScreenSums& sums);
 
-/// Fills `bytes` bytes at device address `dst` with `pattern` (1, 2, 4 or 8 bytes) repeated,
-/// asynchronously on `cuda_stream`.
+/// Fills `bytes` bytes at device address `dst` (any alignment) with `pattern` (1, 2, 4 or 8
+/// bytes) repeated, asynchronously on `cuda_stream`: no host memory is read after the call.
 void device_fill_pattern(void* dst, std::size_t bytes, const void* pattern,
                          std::size_t pattern_bytes, void* cuda_stream);
 

@@ -1,0 +1,27 @@
+// Reductions over many byte ranges of device memory in one launch and one synchronisation: their
+// digests (core/digest.h), and the canary check of red zones. A strict call checks ~10 inputs'
+// digests and ~25 red zones; one synchronised copy each cost about a millisecond per call, more
+// than the kernels of a small workload.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace kh {
+
+struct DeviceRange {
+  const void* data;
+  std::size_t bytes;
+};
+
+/// The digest of each range, on `cuda_stream` (synchronises it).
+std::vector<std::uint64_t> device_digests(const std::vector<DeviceRange>& ranges,
+                                          void* cuda_stream);
+
+/// The index of the first range holding a byte other than `value`, or ranges.size() if none, on
+/// `cuda_stream` (synchronises it).
+std::size_t device_first_changed_range(const std::vector<DeviceRange>& ranges, unsigned char value,
+                                       void* cuda_stream);
+
+}  // namespace kh
