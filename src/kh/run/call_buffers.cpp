@@ -121,6 +121,9 @@ void CallBuffers::poison_outputs() {
     const auto element = poison_element(b.dtype);
     backend_.fill(b.data(), b.bytes, element.data(), element.size());
   }
+  // The fill is asynchronous on the harness's stream; a candidate may launch on another (a
+  // Python entry's own stream), so the poison must be in place before the call starts.
+  backend_.synchronize();
 }
 
 std::vector<std::uint64_t> CallBuffers::output_digests() const {
@@ -206,14 +209,13 @@ std::optional<std::string> CallBuffers::damaged_red_zone() const {
   const Zone& z = zones.at(*changed);
   std::vector<unsigned char> zone(red_zone_);
   backend_.download(zone.data(), ranges[*changed].data, red_zone_);
-  // The changed byte nearest the data.
+  // The first changed byte in address order: after the data, the one nearest it; before the
+  // data, the one farthest from it (how far a write below the start reached).
   std::size_t distance = 0;
   for (std::size_t i = 0; i < red_zone_; ++i) {
-    const std::size_t at = z.after ? i : red_zone_ - i - 1;
-    if (zone[at] != kCanaryByte) {
-      distance = i;
-      break;
-    }
+    if (zone[i] == kCanaryByte) continue;
+    distance = z.after ? i : red_zone_ - i - 1;
+    break;
   }
   return fmt::format("wrote {} {} '{}': its red zone changed {} byte{} {} the data",
                      z.after ? "past the end of" : "before the start of",
