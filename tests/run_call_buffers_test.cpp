@@ -69,6 +69,20 @@ TEST(CallBuffers, AChangedInputIsFoundAndLocated) {
   EXPECT_THAT(*where, HasSubstr("modified input 'v' at [0, 0, 0, 5]"));
 }
 
+TEST(CallBuffers, AChangedScalarIsFound) {
+  CountingBackend backend;
+  DecodeCall c;
+  CallBuffers buffers(backend, c.def, c.gen.axes(), c.inputs, 0);
+  ASSERT_EQ(c.def.inputs.back().name, "scale");
+  const DLTensor& scale = buffers.tensors().at(c.def.inputs.size() - 1);
+  ASSERT_EQ(scale.device.device_type, kDLCPU);
+  EXPECT_EQ(buffers.modified_input(c.inputs), std::nullopt);
+  *static_cast<float*>(scale.data) = 0.5f;
+  const auto where = buffers.modified_input(c.inputs);
+  ASSERT_TRUE(where.has_value());
+  EXPECT_THAT(*where, HasSubstr("modified input 'scale' (a scalar)"));
+}
+
 TEST(CallBuffers, PoisonedOutputsHoldThePoisonEveryTime) {
   CountingBackend backend;
   DecodeCall c;

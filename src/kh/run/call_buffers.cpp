@@ -59,6 +59,7 @@ CallBuffers::CallBuffers(MemoryBackend& backend, const Definition& def, const Ax
   shapes_.reserve(count);
   scalars_.reserve(def.inputs.size());
   for (const auto& decl : def.inputs) {
+    input_names_.push_back(decl.name);
     const HostTensor* host = inputs.find(decl.name);
     shapes_.push_back(def.shape_of(decl, axes));
     DLTensor t{};
@@ -226,7 +227,15 @@ std::optional<std::string> CallBuffers::damaged_red_zone() const {
 std::optional<std::string> CallBuffers::modified_input(const InputSet& expected) const {
   const std::map<std::string, std::uint64_t> now_digests = current_input_digests();
   for (std::size_t i = 0; i < input_buffer_.size(); ++i) {
-    if (input_buffer_[i] == kNone) continue;
+    if (input_buffer_[i] == kNone) {
+      // A scalar lives in host memory the candidate can write too, and the reference reads it
+      // after the call.
+      const HostTensor* want = expected.find(input_names_[i]);
+      if (tensors_[i].device.device_type == kDLCPU && tensors_[i].data && want &&
+          std::memcmp(tensors_[i].data, want->bytes(), want->nbytes()) != 0)
+        return fmt::format("modified input '{}' (a scalar)", input_names_[i]);
+      continue;
+    }
     const Buffer& b = buffers_[input_buffer_[i]];
     if (auto known = input_digests_.find(b.name); known != input_digests_.end()) {
       if (now_digests.at(b.name) == known->second) continue;

@@ -90,6 +90,7 @@ class CallBuffers {
   std::vector<HostTensor> scalars_;  // host copies the scalar DLTensors point into
   std::vector<DLTensor> tensors_;
   std::vector<std::size_t> input_buffer_;  // per input: index into buffers_ or SIZE_MAX
+  std::vector<std::string> input_names_;   // per input, in definition order
   // Every input buffer's digest once filled, taken where it lives: after the call, an unchanged
   // digest clears the input without bringing it back to the host (34 MB per call for GDN prefill
   // at 8192 tokens); a changed one is located by a byte comparison, or, for an input drawn on
