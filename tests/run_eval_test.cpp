@@ -40,7 +40,7 @@ TEST(EvalCpu, CorrectCandidatePasses) {
   // more than the workload took.
   const Json& phases = e.result(0).at("trial_phase_seconds");
   double sum = 0;
-  for (const char* phase : {"inputs", "reference", "calls", "checks", "worker"}) {
+  for (const char* phase : {"inputs", "buffers", "reference", "calls", "checks", "worker"}) {
     ASSERT_TRUE(phases.contains(phase)) << phases.dump();
     EXPECT_GE(phases.at(phase).get<double>(), 0) << phase;
     sum += phases.at(phase).get<double>();

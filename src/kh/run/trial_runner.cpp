@@ -133,6 +133,7 @@ TrialResult run_trial(MemoryBackend& backend, const CandidateLibrary& library,
   std::optional<PhaseClock> clock(phases.inputs);
   DrawnCallInputs call = generate_inputs_of_call(generator, trial, on_device);
   InputSet& inputs = call.host;
+  clock.emplace(phases.buffers);
   CallBuffers buffers(backend, def, generator.axes(), inputs, red_zone, call.draws);
   clock.reset();
   auto reference_of = [&](const InputSet& host) {
@@ -202,6 +203,7 @@ TrialResult run_trial(MemoryBackend& backend, const CandidateLibrary& library,
   clock.emplace(phases.inputs);
   DrawnCallInputs fresh_call = generate_inputs_of_call(generator, fresh_trial, on_device);
   InputSet& fresh = fresh_call.host;
+  clock.emplace(phases.buffers);
   buffers.reupload_inputs(fresh, fresh_call.draws);
   clock.reset();
   reference.reset();  // one reference's outputs in memory at a time

@@ -36,7 +36,9 @@ struct TrialOptions {
 
 /// Where a trial's wall time went (seconds), to find what makes high-trial validation slow.
 struct TrialPhases {
-  double inputs = 0;     // drawing both input sets and filling the call's buffers
+  double inputs = 0;     // drawing both input sets' host parts (placeholders for device draws)
+  double buffers = 0;    // allocating the call's buffers and filling them where they live
+                         // (device draws, uploads, red zones, input digests), twice
   double reference = 0;  // computing the references' outputs
   double calls = 0;      // the candidate's calls, each with poisoning and the red-zone and
                          // input checks

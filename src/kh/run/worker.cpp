@@ -107,6 +107,7 @@ class Worker {
       reply["calls"] = r.calls;
       reply["deterministic"] = r.determinism_checked ? Json(r.deterministic) : Json(nullptr);
       reply["phases"] = {{"inputs", r.phases.inputs},
+                         {"buffers", r.phases.buffers},
                          {"reference", r.phases.reference},
                          {"calls", r.phases.calls},
                          {"checks", r.phases.checks}};
