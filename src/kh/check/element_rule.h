@@ -7,9 +7,11 @@
 // tensor fails when too few match.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "kh/check/check_result.h"
+#include "kh/check/element_screen.h"
 #include "kh/core/host_tensor.h"
 
 namespace kh {
@@ -36,5 +38,11 @@ double matched_ratio(std::int64_t fails, std::int64_t numel);
 /// always fails.
 CheckResult check_tensor(const std::string& name, const HostTensor& solution,
                          const HostTensor& reference, const CheckOptions& options);
+
+/// check_tensor's verdict on a tensor of `numel` elements from its screen (element_screen.h),
+/// when the screen decides it: a finite solution that meets the required matched ratio passes
+/// with these errors. nullopt otherwise: check_tensor must judge (and write the message).
+std::optional<CheckResult> screened_verdict(const ElementScreen& screen, std::int64_t numel,
+                                            const CheckOptions& options);
 
 }  // namespace kh

@@ -1,14 +1,12 @@
 // The element rule (element_rule.h) reduced to what decides a passing tensor: the count of
 // failing elements and the error maxima, which a backend can compute where the tensors live (on
-// a GPU) so that a trial whose outputs pass never brings them to the host. Whatever the screen
-// cannot decide — a non-finite solution value, too few matched elements — goes to the host check,
-// which alone words a failure.
+// a GPU) so that a trial whose outputs pass never brings them to the host. screened_verdict
+// (element_rule.h) turns them into check_tensor's verdict; whatever it cannot decide — a
+// non-finite solution value, too few matched elements — goes to the host check, which alone
+// words a failure. Plain C++17: the CUDA side (run/cuda/device_screen.h) returns it.
 #pragma once
 
 #include <cstdint>
-#include <optional>
-
-#include "kh/check/check_result.h"
 
 namespace kh {
 
@@ -20,11 +18,5 @@ struct ElementScreen {
   float max_relative_error = 0;
   bool non_finite = false;  // an infinity or a NaN anywhere in the solution
 };
-
-/// check_tensor's verdict on a tensor of `numel` elements, from its screen, when the screen
-/// decides it: a finite solution that meets the required matched ratio passes with these errors.
-/// nullopt otherwise: the host check must judge (and write the message).
-std::optional<CheckResult> screened_verdict(const ElementScreen& screen, std::int64_t numel,
-                                            const CheckOptions& options);
 
 }  // namespace kh

@@ -30,11 +30,11 @@ ResidentOutputs compute_device_reference(MemoryBackend& backend, const Definitio
                                          const AxisValues& axes, const CallBuffers& buffers) {
   return reference_outputs(backend, def, axes, buffers, [&](const std::vector<DLTensor>& t) {
     std::vector<gpuref::NamedDLTensor> inputs, outputs;
-    for (std::size_t i = 0; i < def.inputs.size(); ++i) inputs.push_back({def.inputs[i].name, t[i]});
+    for (std::size_t i = 0; i < def.inputs.size(); ++i)
+      inputs.push_back({def.inputs[i].name, t[i]});
     for (std::size_t i = 0; i < def.outputs.size(); ++i)
       outputs.push_back({def.outputs[i].name, t[def.inputs.size() + i]});
-    gpuref::run_on_device(gpuref::ReferenceArgs(def.name, axes, inputs, outputs),
-                          backend.stream());
+    gpuref::run_on_device(gpuref::ReferenceArgs(def.name, axes, inputs, outputs), backend.stream());
   });
 }
 
@@ -42,8 +42,8 @@ ResidentOutputs compute_oracle_reference(MemoryBackend& backend, const Definitio
                                          const AxisValues& axes, const CallBuffers& buffers,
                                          const CandidateLibrary& oracle) {
   return reference_outputs(backend, def, axes, buffers, [&](const std::vector<DLTensor>& t) {
-    const int rc = oracle.call(t.data(), static_cast<std::int32_t>(t.size()), backend.stream(),
-                               nullptr, 0);
+    const int rc =
+        oracle.call(t.data(), static_cast<std::int32_t>(t.size()), backend.stream(), nullptr, 0);
     if (rc != KH_OK)
       fail("the reference of {} ({}) failed with status {}: {}", def.name, oracle.entry(), rc,
            oracle.error_message());
@@ -53,12 +53,6 @@ ResidentOutputs compute_oracle_reference(MemoryBackend& backend, const Definitio
 OutputSet run_device_reference(MemoryBackend& backend, const Definition& def,
                                const AxisValues& axes, const CallBuffers& buffers) {
   return compute_device_reference(backend, def, axes, buffers).download();
-}
-
-OutputSet run_oracle_reference(MemoryBackend& backend, const Definition& def,
-                               const AxisValues& axes, const CallBuffers& buffers,
-                               const CandidateLibrary& oracle) {
-  return compute_oracle_reference(backend, def, axes, buffers, oracle).download();
 }
 
 }  // namespace kh

@@ -1,7 +1,8 @@
 // The reference of one call computed where the candidate's inputs live: the definition's GPU
-// reference runs on the very input buffers the candidate receives (before the candidate touches
-// them), into outputs of its own, which stay there (resident_outputs.h) or come to the host. An oracle behind
-// the candidate interface (the definition's PyTorch reference) is run the same way.
+// reference runs on the very input buffers the candidate receives (under the strict checks after
+// the call, once the inputs are known unchanged), into outputs of its own, which stay there
+// (resident_outputs.h) or come to the host. An oracle behind the candidate interface (the
+// definition's PyTorch reference) is run the same way.
 #pragma once
 
 #include "kh/gen/input_set.h"
@@ -29,9 +30,5 @@ OutputSet run_device_reference(MemoryBackend& backend, const Definition& def,
 ResidentOutputs compute_oracle_reference(MemoryBackend& backend, const Definition& def,
                                          const AxisValues& axes, const CallBuffers& buffers,
                                          const CandidateLibrary& oracle);
-/// The same, with the outputs brought to the host.
-OutputSet run_oracle_reference(MemoryBackend& backend, const Definition& def,
-                               const AxisValues& axes, const CallBuffers& buffers,
-                               const CandidateLibrary& oracle);
 
 }  // namespace kh

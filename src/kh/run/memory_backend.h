@@ -15,6 +15,7 @@
 #include "kh/check/element_screen.h"
 #include "kh/core/dtype.h"
 #include "kh/core/error.h"
+#include "kh/run/byte_range.h"
 
 namespace kh {
 
@@ -24,12 +25,6 @@ namespace kh {
 class DeviceError : public Error {
  public:
   using Error::Error;
-};
-
-/// A byte range in a backend's memory.
-struct ByteRange {
-  const void* data;
-  std::size_t bytes;
 };
 
 class MemoryBackend {

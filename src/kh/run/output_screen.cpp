@@ -1,7 +1,7 @@
 #include "kh/run/output_screen.h"
 
 #include "kh/check/checker.h"
-#include "kh/check/element_screen.h"
+#include "kh/check/element_rule.h"
 
 namespace kh {
 namespace {

@@ -16,13 +16,6 @@ void check(cudaError_t e, const char* what) {
     fail("cuda backend: {} failed: {} ({})", what, cudaGetErrorString(e), cudaGetErrorName(e));
 }
 
-std::vector<DeviceRange> device_ranges(const std::vector<ByteRange>& ranges) {
-  std::vector<DeviceRange> out;
-  out.reserve(ranges.size());
-  for (const ByteRange& r : ranges) out.push_back({r.data, r.bytes});
-  return out;
-}
-
 class CudaBackend final : public MemoryBackend {
  public:
   explicit CudaBackend(int device) : device_(device) {
@@ -56,20 +49,16 @@ class CudaBackend final : public MemoryBackend {
     device_fill_pattern(dst, bytes, pattern, pattern_bytes, stream_);
   }
   std::vector<std::uint64_t> digests(const std::vector<ByteRange>& ranges) override {
-    return device_digests(device_ranges(ranges), stream_);
+    return device_digests(ranges, stream_);
   }
   std::optional<std::size_t> first_changed_range(const std::vector<ByteRange>& ranges,
                                                  unsigned char value) override {
-    const std::size_t i = device_first_changed_range(device_ranges(ranges), value, stream_);
+    const std::size_t i = device_first_changed_range(ranges, value, stream_);
     return i < ranges.size() ? std::optional(i) : std::nullopt;
   }
   std::optional<ElementScreen> screen(const void* solution, const void* reference, DType dtype,
                                       std::int64_t numel, float atol, float rtol) override {
-    DeviceScreenSums sums;
-    if (!device_screen(solution, reference, dtype, numel, atol, rtol, stream_, sums))
-      return std::nullopt;
-    return ElementScreen{sums.fails, sums.max_absolute_error, sums.max_relative_error,
-                         sums.non_finite};
+    return device_screen(solution, reference, dtype, numel, atol, rtol, stream_);
   }
   void synchronize() override {
     check(cudaGetLastError(), "kernel launch");

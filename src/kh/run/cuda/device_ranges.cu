@@ -52,7 +52,7 @@ void check(cudaError_t e, const char* what) {
 // Calls launch(table, first index, count, blocks per range) for each run of up to
 // kRangesPerLaunch ranges.
 template <typename Launch>
-void for_each_table(const std::vector<DeviceRange>& ranges, std::size_t unit, Launch&& launch) {
+void for_each_table(const std::vector<ByteRange>& ranges, std::size_t unit, Launch&& launch) {
   for (std::size_t first = 0; first < ranges.size(); first += kRangesPerLaunch) {
     const std::size_t count = std::min<std::size_t>(kRangesPerLaunch, ranges.size() - first);
     RangeTable table{};
@@ -70,8 +70,7 @@ void for_each_table(const std::vector<DeviceRange>& ranges, std::size_t unit, La
 
 }  // namespace
 
-std::vector<std::uint64_t> device_digests(const std::vector<DeviceRange>& ranges,
-                                          void* cuda_stream) {
+std::vector<std::uint64_t> device_digests(const std::vector<ByteRange>& ranges, void* cuda_stream) {
   std::vector<std::uint64_t> result(ranges.size(), 0);
   if (ranges.empty()) return result;
   auto stream = static_cast<cudaStream_t>(cuda_stream);
@@ -92,7 +91,7 @@ std::vector<std::uint64_t> device_digests(const std::vector<DeviceRange>& ranges
   return result;
 }
 
-std::size_t device_first_changed_range(const std::vector<DeviceRange>& ranges, unsigned char value,
+std::size_t device_first_changed_range(const std::vector<ByteRange>& ranges, unsigned char value,
                                        void* cuda_stream) {
   if (ranges.empty()) return 0;
   auto stream = static_cast<cudaStream_t>(cuda_stream);

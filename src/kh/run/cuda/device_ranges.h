@@ -8,20 +8,16 @@
 #include <cstdint>
 #include <vector>
 
+#include "kh/run/byte_range.h"
+
 namespace kh {
 
-struct DeviceRange {
-  const void* data;
-  std::size_t bytes;
-};
-
 /// The digest of each range, on `cuda_stream` (synchronises it).
-std::vector<std::uint64_t> device_digests(const std::vector<DeviceRange>& ranges,
-                                          void* cuda_stream);
+std::vector<std::uint64_t> device_digests(const std::vector<ByteRange>& ranges, void* cuda_stream);
 
 /// The index of the first range holding a byte other than `value`, or ranges.size() if none, on
 /// `cuda_stream` (synchronises it).
-std::size_t device_first_changed_range(const std::vector<DeviceRange>& ranges, unsigned char value,
+std::size_t device_first_changed_range(const std::vector<ByteRange>& ranges, unsigned char value,
                                        void* cuda_stream);
 
 }  // namespace kh

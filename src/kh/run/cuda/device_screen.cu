@@ -99,11 +99,12 @@ unsigned blocks_for(std::int64_t n) {
 
 }  // namespace
 
-bool device_screen(const void* solution, const void* reference, DType dtype, std::int64_t numel,
-                   float atol, float rtol, void* cuda_stream, DeviceScreenSums& result) {
+std::optional<ElementScreen> device_screen(const void* solution, const void* reference, DType dtype,
+                                           std::int64_t numel, float atol, float rtol,
+                                           void* cuda_stream) {
   auto stream = static_cast<cudaStream_t>(cuda_stream);
   if (dtype != DType::kFloat32 && dtype != DType::kFloat16 && dtype != DType::kBFloat16)
-    return false;
+    return std::nullopt;
   Sums* sums = nullptr;
   check(cudaMallocAsync(&sums, sizeof *sums, stream), "allocation");
   check(cudaMemsetAsync(sums, 0, sizeof *sums, stream), "memset");
@@ -124,11 +125,12 @@ bool device_screen(const void* solution, const void* reference, DType dtype, std
   check(cudaMemcpyAsync(&host, sums, sizeof host, cudaMemcpyDeviceToHost, stream), "copy");
   check(cudaFreeAsync(sums, stream), "free");
   check(cudaStreamSynchronize(stream), "synchronisation");
+  ElementScreen result;
   result.fails = static_cast<std::int64_t>(host.fails);
   std::memcpy(&result.max_absolute_error, &host.max_abs_bits, sizeof(float));
   std::memcpy(&result.max_relative_error, &host.max_rel_bits, sizeof(float));
   result.non_finite = host.non_finite != 0;
-  return true;
+  return result;
 }
 
 void device_fill_pattern(void* dst, std::size_t bytes, const void* pattern,
@@ -136,21 +138,22 @@ void device_fill_pattern(void* dst, std::size_t bytes, const void* pattern,
   if (pattern_bytes == 0 || 8 % pattern_bytes != 0)
     fail("device fill: a pattern of {} bytes does not tile an 8-byte word", pattern_bytes);
   if (bytes == 0) return;
-  unsigned long long bits = 0;  // the pattern, repeated over 8 bytes
-  for (std::size_t i = 0; i < 8; ++i)
-    bits |= static_cast<unsigned long long>(
-                static_cast<const unsigned char*>(pattern)[i % pattern_bytes])
-            << (8 * i);
+  // The pattern repeated over an 8-byte word, starting at its byte `phase`.
+  auto repeated = [&](std::size_t phase) {
+    unsigned long long w = 0;
+    for (std::size_t b = 0; b < 8; ++b)
+      w |= static_cast<unsigned long long>(
+               static_cast<const unsigned char*>(pattern)[(phase + b) % pattern_bytes])
+           << (8 * b);
+    return w;
+  };
   // Bytes up to the first 8-byte boundary, whole words, then the rest. A red zone after an
   // output of odd size starts anywhere.
   const auto address = reinterpret_cast<std::uintptr_t>(dst);
   const std::size_t head = std::min<std::size_t>(bytes, (8 - address % 8) % 8);
   const std::size_t words = (bytes - head) / 8;
   const std::size_t tail = bytes - head - 8 * words;
-  // The word at offset `head` starts at the pattern's byte head % pattern_bytes.
-  unsigned long long word = 0;
-  for (std::size_t b = 0; b < 8; ++b)
-    word |= ((bits >> (8 * ((head + b) % pattern_bytes))) & 0xff) << (8 * b);
+  const unsigned long long bits = repeated(0), word = repeated(head);
   const unsigned blocks = blocks_for(static_cast<std::int64_t>(std::max<std::size_t>(1, words)));
   fill_kernel<<<blocks, kThreads, 0, static_cast<cudaStream_t>(cuda_stream)>>>(
       static_cast<unsigned char*>(dst), head, words, tail, word, bits,

@@ -7,23 +7,19 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <optional>
+
+#include "kh/check/element_screen.h"
 #include "kh/core/dtype.h"
 
 namespace kh {
 
-/// The element rule's sums (check/element_screen.h; kept free of it: this header is compiled as
-/// C++17 by nvcc) over `numel` elements of two device tensors of `dtype`.
-struct DeviceScreenSums {
-  std::int64_t fails = 0;
-  float max_absolute_error = 0;
-  float max_relative_error = 0;
-  bool non_finite = false;
-};
-
-/// The sums on `cuda_stream` (synchronises it); false, with nothing computed, for a dtype other
-/// than float32, float16 and bfloat16.
-bool device_screen(const void* solution, const void* reference, DType dtype, std::int64_t numel,
-                   float atol, float rtol, void* cuda_stream, DeviceScreenSums& sums);
+/// The screen of `numel` elements of two device tensors of `dtype` on `cuda_stream`
+/// (synchronises it); nullopt, with nothing computed, for a dtype other than float32, float16 and
+/// bfloat16.
+std::optional<ElementScreen> device_screen(const void* solution, const void* reference, DType dtype,
+                                           std::int64_t numel, float atol, float rtol,
+                                           void* cuda_stream);
 
 /// Fills `bytes` bytes at device address `dst` (any alignment) with `pattern` (1, 2, 4 or 8
 /// bytes) repeated, asynchronously on `cuda_stream`: no host memory is read after the call.
