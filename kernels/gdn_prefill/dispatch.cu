@@ -2,6 +2,9 @@
 // and the sequences; their lengths live on the device, in cu_seqlens, and are never read back, so
 // the call stays CUDA-graph capturable):
 //   - at most kSerialMaxTokens tokens: the token-serial route;
+//   - with the workspace for the chunk records and at most kSplitMaxChains (sequence, head)
+//     chains (and kRankMaxSeqs sequences): the split route, its value slabs by the chain's own
+//     rule (chain_slabs);
 //   - few (sequence, head, slab) items and long sequences on average, with the workspace: the
 //     context-parallel route, in as many groups per sequence as fill kMinCtas CTAs (at most
 //     kCpMaxGroups);
@@ -10,6 +13,7 @@
 #include "dispatch.h"
 #include "route_chunked.cuh"
 #include "route_context_parallel.cuh"
+#include "route_split.cuh"
 #include "route_token_serial.cuh"
 
 namespace khk::gdn_prefill {
@@ -19,6 +23,14 @@ namespace {
 int chunked_slabs(int64_t num_seqs) {
   int slabs = 1;
   while (slabs < kMaxSlabs && num_seqs * kVHeads * slabs < kMinCtas) slabs *= 2;
+  return slabs;
+}
+
+// The split route's chain slabs (2, 4 or 8): it repeats no key work per slab, so only the
+// grid's kMinCtas and kChainMaxSlabs bound them.
+int chain_slabs(int64_t num_seqs) {
+  int slabs = 2;
+  while (slabs < kChainMaxSlabs && num_seqs * kVHeads * slabs < kMinCtas) slabs *= 2;
   return slabs;
 }
 
@@ -35,9 +47,16 @@ int context_parallel_groups(int64_t total_tokens, int64_t num_seqs) {
   return groups < 2 ? 0 : static_cast<int>(groups < kCpMaxGroups ? groups : kCpMaxGroups);
 }
 
+// Whether the split route fits the call's sizes (the workspace is checked by the caller).
+bool takes_split(int64_t total_tokens, int64_t num_seqs) {
+  return !takes_token_serial(total_tokens) && num_seqs <= kRankMaxSeqs &&
+         num_seqs * kVHeads <= kSplitMaxChains;
+}
+
 }  // namespace
 
 uint64_t workspace_bytes(int64_t total_tokens, int64_t num_seqs) {
+  if (takes_split(total_tokens, num_seqs)) return record_workspace_bytes(total_tokens, num_seqs);
   const int groups = context_parallel_groups(total_tokens, num_seqs);
   return groups ? context_parallel_workspace_floats(num_seqs, groups) * sizeof(float) : 0;
 }
@@ -45,8 +64,18 @@ uint64_t workspace_bytes(int64_t total_tokens, int64_t num_seqs) {
 cudaError_t dispatch(const PrefillArgs& args, void* workspace, uint64_t workspace_size,
                      cudaStream_t stream) {
   if (takes_token_serial(args.total_tokens)) return launch_token_serial(args, stream);
+  const bool aligned = workspace && reinterpret_cast<uintptr_t>(workspace) % 16 == 0;
+  if (aligned && takes_split(args.total_tokens, args.num_seqs) &&
+      workspace_size >= record_workspace_bytes(args.total_tokens, args.num_seqs)) {
+    unsigned char* records = static_cast<unsigned char*>(workspace);
+    switch (chain_slabs(args.num_seqs)) {
+      case 2: return launch_split<64>(args, records, stream);
+      case 4: return launch_split<32>(args, records, stream);
+      default: return launch_split<16>(args, records, stream);
+    }
+  }
   const int groups = context_parallel_groups(args.total_tokens, args.num_seqs);
-  if (groups && workspace && reinterpret_cast<uintptr_t>(workspace) % 16 == 0 &&
+  if (groups && aligned &&
       workspace_size >= context_parallel_workspace_floats(args.num_seqs, groups) * sizeof(float)) {
     float* w = static_cast<float*>(workspace);
     switch (chunked_slabs(args.num_seqs)) {

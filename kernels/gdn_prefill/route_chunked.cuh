@@ -15,26 +15,27 @@
 // Warp w owns value rows 16w .. 16w+15 of the slab: its M (16 x 128), Vn^T and O^T (16 x 64) stay
 // in registers as MMA accumulators and become A operands directly. The key-only products are
 // shared out in 16-row units. Inputs arrive by cp.async, double-buffered: chunk c+1's K, Q, V
-// load while chunk c computes.
+// load while chunk c computes. The stages themselves are in chunk_stages.cuh.
+//
+// The kPrepared form is the split route's chain (route_split.cuh): the key-only tiles of each
+// chunk (-W, Tu, P, the gates) arrive with its K, Q and V from the record chunk_prep.cuh wrote,
+// so the chain runs only the state stages.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "chunk_inverse.cuh"
+#include "chunk_record.cuh"
+#include "chunk_stages.cuh"
 #include "gdn_prefill.cuh"
 #include "mma_tiles.cuh"
 #include "tuning.h"
 
 namespace khk::gdn_prefill {
-
-constexpr int kLdD = kHeadSize + 8;  // bf16 row stride of 128-wide tiles (K, Q, W): 272 B
-constexpr int kLdC = kChunk + 8;     // bf16 row stride of 64-wide tiles (Tw, Tu, P): 144 B
-constexpr int kLdO = 16 + 8;         // bf16 row stride of a warp's output staging (16 values)
-constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kSoftplusThreshold = 20.0f;  // torch's softplus is linear above this
 
 /// Shared memory of one CTA, in bytes from the start of the dynamic allocation.
 template <int kVS>
@@ -60,20 +61,30 @@ struct ChunkSmem {
   static_assert(kTileF == kTileD, "W is stored where L was");
 };
 
-/// The gates of a token, in fp32 as the reference computes them: log2 of the decay g and beta.
-__device__ __forceinline__ void token_gates(float a, float b, float A_log, float dt_bias,
-                                            float& log2_g, float& beta) {
-  const float x = a + dt_bias;
-  const float softplus = x > kSoftplusThreshold ? x : log1pf(expf(x));
-  log2_g = -expf(A_log) * softplus * kLog2e;
-  beta = 1.0f / (1.0f + expf(-b));
-}
+/// Where a chunk's key-only tiles are for the state stages.
+struct KeyTiles {
+  const __nv_bfloat16* w;  // -W
+  const __nv_bfloat16* tu;
+  const __nv_bfloat16* p;
+  ChunkGates gates;
+};
 
-/// Tokens of chunk `ci` of a sequence of `length` tokens.
-__device__ __forceinline__ int chunk_rows(int64_t length, int ci) {
-  const int64_t left = length - int64_t{ci} * kChunk;
-  return left < kChunk ? static_cast<int>(left) : kChunk;
-}
+/// Shared memory of one CTA of the kPrepared form: K, Q, V and the chunk's record
+/// (chunk_record.cuh), each double-buffered, then the output staging and the sequence bounds.
+template <int kVS>
+struct ChainSmem {
+  static constexpr int kWarps = kVS / 16;
+  static constexpr int kLdV = kVS + 8;
+  static constexpr int kTileD = kChunk * kLdD * 2;
+  static constexpr int kTileV = kChunk * kLdV * 2;
+  static constexpr int kK = 0;
+  static constexpr int kQ = kK + 2 * kTileD;
+  static constexpr int kV = kQ + 2 * kTileD;
+  static constexpr int kRecord = kV + 2 * kTileV;
+  static constexpr int kO = kRecord + 2 * ChunkRecord::kBytes;
+  static constexpr int kCu = kO + kWarps * kChunk * kLdO * 2;
+  static constexpr int kBytes = kCu + 8 * (kRankMaxSeqs + 1) + 8;
+};
 
 /// What one launch of the chunked kernel computes. kFused: the whole call, one CTA per (sequence,
 /// head, slab). The context-parallel passes (route_context_parallel.cuh) cut each sequence into
@@ -86,18 +97,22 @@ __device__ __forceinline__ int chunk_rows(int64_t length, int ci) {
 enum class ChunkPass { kFused, kTransfer, kLocal, kFromEntry };
 
 /// The context-parallel passes' workspace: per (sequence * 8 + head) and group one 128 x 128
-/// fp32 matrix [v][k] in each array.
+/// fp32 matrix [v][k] in each array. `records`: the split route's chunk records (kPrepared).
 struct GroupArgs {
   int groups = 1;
   float* maps = nullptr;         // A_g (kTransfer writes)
   float* local = nullptr;        // B_g (kLocal writes)
   float* entry = nullptr;        // entry states (the scan writes, kFromEntry reads)
+  const unsigned char* records = nullptr;
 };
 
-template <int kVS, ChunkPass kPass = ChunkPass::kFused>
+/// kPrepared: the split route's chain. The chunk's key-only tiles come from its record, loaded
+/// with K, Q and V, instead of being computed here; at most 64 value columns per slab.
+template <int kVS, ChunkPass kPass = ChunkPass::kFused, bool kPrepared = false>
 __global__ void __launch_bounds__(kVS * 2, 1)
     chunked_prefill_kernel(PrefillArgs args, GroupArgs group_args = {}) {
-  using Smem = ChunkSmem<kVS>;
+  using Smem = std::conditional_t<kPrepared, ChainSmem<kVS>, ChunkSmem<kVS>>;
+  static_assert(!kPrepared || kVS <= 64, "the kPrepared form holds at most 64 value columns");
   constexpr bool kGrouped = kPass != ChunkPass::kFused;
   constexpr bool kWritesOutput = kPass == ChunkPass::kFused || kPass == ChunkPass::kFromEntry;
   constexpr bool kHasValues = kPass != ChunkPass::kTransfer;
@@ -107,17 +122,22 @@ __global__ void __launch_bounds__(kVS * 2, 1)
   __nv_bfloat16* sK0 = reinterpret_cast<__nv_bfloat16*>(smem + Smem::kK);
   __nv_bfloat16* sQ0 = reinterpret_cast<__nv_bfloat16*>(smem + Smem::kQ);
   __nv_bfloat16* sV0 = reinterpret_cast<__nv_bfloat16*>(smem + Smem::kV);
-  float* sL = reinterpret_cast<float*>(smem + Smem::kL);
-  __nv_bfloat16* sW = reinterpret_cast<__nv_bfloat16*>(smem + Smem::kL);
-  float* sX = reinterpret_cast<float*>(smem + Smem::kX);
-  __nv_bfloat16* sTw = reinterpret_cast<__nv_bfloat16*>(smem + Smem::kTw);  // hi, then lo
-  __nv_bfloat16* sTu = reinterpret_cast<__nv_bfloat16*>(smem + Smem::kTu);
-  __nv_bfloat16* sP = reinterpret_cast<__nv_bfloat16*>(smem + Smem::kP);
-  float* sGamma2 = reinterpret_cast<float*>(smem + Smem::kGates);  // log2 cumulative decay
-  float* sBeta = sGamma2 + kChunk;
-  float* sEg = sBeta + kChunk;    // e^gamma_i
-  float* sFac = sEg + kChunk;     // e^(gamma_last - gamma_i), 0 past the chunk's end
-  float* sDecay = sFac + kChunk;  // e^gamma_last
+  // The key-only tiles of chunk ci: fixed buffers this CTA computes them into, or the record
+  // buffer ci % 2 (kPrepared).
+  auto key_tiles = [&](int ci) -> KeyTiles {
+    if constexpr (kPrepared) {
+      unsigned char* r = smem + Smem::kRecord + (ci % 2) * ChunkRecord::kBytes;
+      return {reinterpret_cast<const __nv_bfloat16*>(r + ChunkRecord::kW),
+              reinterpret_cast<const __nv_bfloat16*>(r + ChunkRecord::kTu),
+              reinterpret_cast<const __nv_bfloat16*>(r + ChunkRecord::kP),
+              chunk_gates_at(reinterpret_cast<float*>(r + ChunkRecord::kGates))};
+    } else {
+      return {reinterpret_cast<const __nv_bfloat16*>(smem + Smem::kL),
+              reinterpret_cast<const __nv_bfloat16*>(smem + Smem::kTu),
+              reinterpret_cast<const __nv_bfloat16*>(smem + Smem::kP),
+              chunk_gates_at(reinterpret_cast<float*>(smem + Smem::kGates))};
+    }
+  };
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, c = lane % 4;
   const int64_t groups = kGrouped ? group_args.groups : 1;
@@ -132,33 +152,11 @@ __global__ void __launch_bounds__(kVS * 2, 1)
   __nv_bfloat16* sO = reinterpret_cast<__nv_bfloat16*>(smem + Smem::kO) + warp * kChunk * kLdO;
 
   // Longest sequences first: CTAs start in index order, so the one that walks the longest chain
-  // should not be left for a late wave. The CTA's rank picks the sequence of that rank by length
-  // (ties by index); above kRankMaxSeqs sequences (many CTAs per SM, short chains) index order.
-  const int64_t rank = cta / (kSlabs * kVHeads);
-  int64_t seq = rank, t_begin, length;
-  if (args.num_seqs <= kRankMaxSeqs) {
-    int64_t* sCu = reinterpret_cast<int64_t*>(smem + Smem::kCu);
-    int64_t* sSeq = sCu + kRankMaxSeqs + 1;
-    const int n = static_cast<int>(args.num_seqs);
-    for (int i = threadIdx.x; i <= n; i += kThreads) sCu[i] = args.cu_seqlens[i];
-    __syncthreads();
-    for (int s = threadIdx.x; s < n; s += kThreads) {
-      const int64_t len = sCu[s + 1] - sCu[s];
-      int before = 0;
-      for (int j = 0; j < n; ++j) {
-        const int64_t other = sCu[j + 1] - sCu[j];
-        before += other > len || (other == len && j < s);
-      }
-      if (before == rank) *sSeq = s;
-    }
-    __syncthreads();
-    seq = *sSeq;
-    t_begin = sCu[seq];
-    length = sCu[seq + 1] - t_begin;
-  } else {
-    t_begin = args.cu_seqlens[seq];
-    length = args.cu_seqlens[seq + 1] - t_begin;
-  }
+  // should not be left for a late wave.
+  int64_t t_begin, length;
+  const int64_t seq = sequence_of_rank<kThreads>(args, cta / (kSlabs * kVHeads),
+                                                 reinterpret_cast<int64_t*>(smem + Smem::kCu),
+                                                 t_begin, length);
   const int64_t head_index = seq * kVHeads + h;
   const int64_t seq_begin = t_begin, seq_length = length;
   if constexpr (kGrouped) {  // this group's chunks: ceil(chunks / groups) each, the last ones short
@@ -170,6 +168,8 @@ __global__ void __launch_bounds__(kVS * 2, 1)
     t_begin = seq_begin + first;
     length = last > first ? last - first : 0;
   }
+  // kPrepared: the record of this CTA's chunk ci is record_first + ci (times the heads, plus h).
+  const int64_t record_first = record_slot(seq_begin, seq, (t_begin - seq_begin) / kChunk);
   // Where the final state goes: new_state for the whole sequence, the workspace for a group map.
   float* new_state = nullptr;
   const int64_t group_matrix = (head_index * groups + grp) * kStateFloats;
@@ -246,26 +246,33 @@ __global__ void __launch_bounds__(kVS * 2, 1)
       const int64_t src = valid ? (t0 + r) * kVHeads * kHeadSize + 8 * seg : 0;
       copy_16b_async(dV + r * kLdV + 8 * seg, v_head + src, valid);
     }
+    if constexpr (kPrepared) {  // the parts of the record this pass reads, up to the last tile
+      const unsigned char* rec =
+          group_args.records + ((record_first + ci) * kVHeads + h) * ChunkRecord::kBytes;
+      unsigned char* dst = smem + Smem::kRecord + (ci % 2) * ChunkRecord::kBytes;
+      auto part = [&](int offset, int bytes) {
+        for (int i = threadIdx.x; i < bytes / 16; i += kThreads)
+          copy_16b_async(dst + offset + 16 * i, rec + offset + 16 * i, true);
+      };
+      constexpr int kTileC = kChunk * kLdC * 2;
+      part(ChunkRecord::kW, rows16 * kLdD * 2);
+      if constexpr (kHasValues) part(ChunkRecord::kTu, rows16 * kLdC * 2);
+      if constexpr (kHasValues && kSplitState) part(ChunkRecord::kTu + kTileC, rows16 * kLdC * 2);
+      if constexpr (kWritesOutput) part(ChunkRecord::kP, rows16 * kLdC * 2);
+      if constexpr (kWritesOutput && kSplitOutput)
+        part(ChunkRecord::kP + kTileC, rows16 * kLdC * 2);
+      part(ChunkRecord::kGates, ChunkRecord::kBytes - ChunkRecord::kGates);
+    }
   };
 
   // Warp 0 holds the raw gate inputs of the next chunk: tokens 2 lane and 2 lane + 1.
   const float A_log = args.A_log[h], dt_bias = args.dt_bias[h];
   float gate_a[2] = {0.f, 0.f}, gate_b[2] = {0.f, 0.f};
-  auto load_gates = [&](int ci) {
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const int64_t i = int64_t{ci} * kChunk + 2 * lane + j;
-      if (i < length) {
-        gate_a[j] = __bfloat162float(args.a[(t_begin + i) * kVHeads + h]);
-        gate_b[j] = __bfloat162float(args.b[(t_begin + i) * kVHeads + h]);
-      }
-    }
-  };
 
-  zero_inverse_upper<kThreads>(sX);
+  if constexpr (!kPrepared) zero_inverse_upper<kThreads>(reinterpret_cast<float*>(smem + Smem::kX));
   if (chunks > 0) {
     prefetch(0);
-    if (warp == 0) load_gates(0);
+    if (!kPrepared && warp == 0) load_chunk_gate_inputs(args, h, t_begin, length, 0, gate_a, gate_b);
   }
   copy_commit();
 
@@ -280,289 +287,45 @@ __global__ void __launch_bounds__(kVS * 2, 1)
     if (ci + 1 < chunks) prefetch(ci + 1);
     copy_commit();
 
-    // Gates: log2 decay cumsum over the chunk, beta, and the factors the products use.
-    if (warp == 0) {
-      float l2[2], beta[2];
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const bool valid = 2 * lane + j < rows;
-        token_gates(gate_a[j], gate_b[j], A_log, dt_bias, l2[j], beta[j]);
-        l2[j] = valid ? l2[j] : 0.f;
-        beta[j] = valid ? beta[j] : 0.f;
+    const KeyTiles key = key_tiles(ci);
+    if constexpr (kPrepared) {
+      copy_wait<1>();
+      __syncthreads();
+    } else {  // the key-only stages, shared out over the CTA's warps
+      float* sL = reinterpret_cast<float*>(smem + Smem::kL);
+      float* sX = reinterpret_cast<float*>(smem + Smem::kX);
+      __nv_bfloat16* sW = reinterpret_cast<__nv_bfloat16*>(smem + Smem::kL);  // where L was
+      __nv_bfloat16* sTw = reinterpret_cast<__nv_bfloat16*>(smem + Smem::kTw);  // hi, then lo
+      __nv_bfloat16* sTu = reinterpret_cast<__nv_bfloat16*>(smem + Smem::kTu);
+      __nv_bfloat16* sP = reinterpret_cast<__nv_bfloat16*>(smem + Smem::kP);
+      if (warp == 0) {
+        const float in_a[2] = {gate_a[0], gate_a[1]}, in_b[2] = {gate_b[0], gate_b[1]};
+        if (ci + 1 < chunks)
+          load_chunk_gate_inputs(args, h, t_begin, length, ci + 1, gate_a, gate_b);
+        compute_chunk_gates(in_a, in_b, A_log, dt_bias, rows, key.gates);
       }
-      if (ci + 1 < chunks) load_gates(ci + 1);
-      const float pair = l2[0] + l2[1];
-      float incl = pair;
-#pragma unroll
-      for (int off = 1; off < 32; off *= 2) {
-        const float up = __shfl_up_sync(0xffffffffu, incl, off);
-        if (lane >= off) incl += up;
-      }
-      const float gamma0 = incl - pair + l2[0], gamma1 = incl;
-      const int last = rows - 1;
-      const float last_pair = __shfl_sync(0xffffffffu, incl, last / 2);
-      const float last_first = __shfl_sync(0xffffffffu, incl - pair + l2[0], last / 2);
-      const float gamma_last = last % 2 ? last_pair : last_first;
-      const float gm[2] = {gamma0, gamma1};
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const int i = 2 * lane + j;
-        sGamma2[i] = gm[j];
-        sBeta[i] = beta[j];
-        sEg[i] = fast_exp2(gm[j]);
-        sFac[i] = i < rows ? fast_exp2(gamma_last - gm[j]) : 0.f;
-      }
-      if (lane == 0) *sDecay = fast_exp2(gamma_last);
-    }
-    copy_wait<1>();
-    __syncthreads();
-
-    // A (fp32, strictly lower) into sL and P (bf16 hi + lo, lower with diagonal) into sP, by
-    // 16x16 blocks of the lower triangle dealt round-robin to the warps (rows of 16 tokens have
-    // 1 to 4 such blocks, so whole rows per warp would leave warps idle). Rows past the last tile
-    // are left alone: the inverse and everything after it stop at the last tile.
-    // Without outputs there is no P: one job per block, so every warp keeps working.
-    const int jobs = kWritesOutput ? tiles * (tiles + 1) : tiles * (tiles + 1) / 2;
-    for (int job = warp; job < jobs; job += kWarps) {
-      const int blk = kWritesOutput ? job / 2 : job;
-      // K K^T -> A, or Q K^T -> P: two jobs per block balance better
-      const bool is_qk = kWritesOutput && job % 2;
-      int rt = 0;
-      while ((rt + 1) * (rt + 2) / 2 <= blk) ++rt;
-      const int i0 = 16 * rt, j0 = 16 * (blk - rt * (rt + 1) / 2);
-      const __nv_bfloat16* rows = is_qk ? sQ : sK;
-      float acc[2][4] = {};
-#pragma unroll
-      for (int ks = 0; ks < kHeadSize / 16; ++ks) {
-        uint32_t a[4], b[4];
-        ldmatrix_x4(a, rows + (i0 + lane % 16) * kLdD + 16 * ks + (lane / 16) * 8);
-        ldmatrix_x4(b, sK + (j0 + lane % 8 + (lane / 16) * 8) * kLdD + 16 * ks +
-                           ((lane / 8) % 2) * 8);
-        mma_bf16(acc[0], a, b[0], b[1]);
-        mma_bf16(acc[1], a, b[2], b[3]);
-      }
-#pragma unroll
-      for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int i = i0 + g + 8 * half, j = j0 + 8 * nt + 2 * c;
-          const float gi = sGamma2[i];
-          const float e0 = j <= i ? fast_exp2(gi - sGamma2[j]) : 0.f;
-          const float e1 = j + 1 <= i ? fast_exp2(gi - sGamma2[j + 1]) : 0.f;
-          const float x0 = acc[nt][2 * half] * e0, x1 = acc[nt][2 * half + 1] * e1;
-          if (!is_qk) {
-            const float bi = sBeta[i];
-            *reinterpret_cast<float2*>(sL + i * kLdF + j) =
-                make_float2(j < i ? bi * x0 : 0.f, j + 1 < i ? bi * x1 : 0.f);
-          } else {
-            uint32_t hi, lo;
-            split_bf16x2(x0, x1, hi, lo);
-            *reinterpret_cast<uint32_t*>(sP + i * kLdC + j) = hi;
-            if constexpr (kSplitOutput)
-              *reinterpret_cast<uint32_t*>(sP + kChunk * kLdC + i * kLdC + j) = lo;
-          }
-        }
-    }
-    __syncthreads();
-
-    invert_unit_lower<kThreads>(sL, sX, tiles);
-    __syncthreads();
-
-    // Tw = X diag(beta e^gamma) and Tu = X diag(beta), lower blocks only, as bf16 hi (+ lo).
-    for (int e = threadIdx.x; e < 16 * tiles * kChunk / 2; e += kThreads) {
-      const int i = e / (kChunk / 2), j = 2 * (e % (kChunk / 2));
-      if (j / 16 > i / 16) continue;
-      const float2 x = *reinterpret_cast<const float2*>(sX + i * kLdF + j);
-      const float u0 = x.x * sBeta[j], u1 = x.y * sBeta[j + 1];
-      uint32_t hi, lo;
-      split_bf16x2(u0 * sEg[j], u1 * sEg[j + 1], hi, lo);
-      *reinterpret_cast<uint32_t*>(sTw + i * kLdC + j) = hi;
-      if constexpr (kSplitState) *reinterpret_cast<uint32_t*>(sTw + kChunk * kLdC + i * kLdC + j) = lo;
-      split_bf16x2(u0, u1, hi, lo);
-      *reinterpret_cast<uint32_t*>(sTu + i * kLdC + j) = hi;
-      if constexpr (kSplitState) *reinterpret_cast<uint32_t*>(sTu + kChunk * kLdC + i * kLdC + j) = lo;
-    }
-    __syncthreads();
-
-    // -W = -Tw K into sW (where L was). Row tile rt sums rt + 1 blocks of Tw, so warps split
-    // the key columns; with 8 warps each takes a quarter of them over the row tiles {0, 3} or
-    // {1, 2}: 5 blocks each, and twice the accumulators in flight of a one-row-at-a-time walk.
-    {
-      constexpr int kColGroups = kWarps < 4 ? kWarps : 4;
-      constexpr int kRowSets = kWarps / kColGroups;  // 1 or 2
-      constexpr int kNT = kHeadSize / kColGroups / 8;  // n-tiles of 8 key columns per warp
-      const int n_first = (warp % kColGroups) * (kHeadSize / kColGroups);
-      const int row_set = warp / kColGroups;
-      for (int step = 0; step < 4 / kRowSets; ++step) {
-        const int rt = kRowSets == 1 ? step : (step == 0 ? row_set : 3 - row_set);
-        if (rt >= tiles) continue;
-        const int i0 = 16 * rt;
-        float w[kNT][4] = {};
-        for (int ks = 0; ks <= rt; ++ks) {
-          uint32_t a_hi[4], a_lo[4];
-          ldmatrix_x4(a_hi, sTw + (i0 + lane % 16) * kLdC + 16 * ks + (lane / 16) * 8);
-          if constexpr (kSplitState)
-            ldmatrix_x4(a_lo, sTw + kChunk * kLdC + (i0 + lane % 16) * kLdC + 16 * ks +
-                                  (lane / 16) * 8);
-#pragma unroll
-          for (int p = 0; p < kNT / 2; ++p) {
-            uint32_t b[4];
-            ldmatrix_x4_trans(b, sK + (16 * ks + lane % 8 + ((lane / 8) % 2) * 8) * kLdD +
-                                     n_first + 16 * p + (lane / 16) * 8);
-            mma_bf16(w[2 * p], a_hi, b[0], b[1]);
-            mma_bf16(w[2 * p + 1], a_hi, b[2], b[3]);
-            if constexpr (kSplitState) {
-              mma_bf16(w[2 * p], a_lo, b[0], b[1]);
-              mma_bf16(w[2 * p + 1], a_lo, b[2], b[3]);
-            }
-          }
-        }
-#pragma unroll
-        for (int nt = 0; nt < kNT; ++nt) {
-          const int col = n_first + 8 * nt + 2 * c;
-          *reinterpret_cast<uint32_t*>(sW + (i0 + g) * kLdD + col) =
-              pack_bf16x2(-w[nt][0], -w[nt][1]);
-          *reinterpret_cast<uint32_t*>(sW + (i0 + g + 8) * kLdD + col) =
-              pack_bf16x2(-w[nt][2], -w[nt][3]);
-        }
-      }
+      copy_wait<1>();
+      __syncthreads();
+      decay_products<kWarps, kWritesOutput>(sK, sQ, sL, sP, key.gates, tiles);
+      __syncthreads();
+      invert_unit_lower<kThreads>(sL, sX, tiles);
+      __syncthreads();
+      inverse_factors<kThreads>(sX, key.gates, sTw, sTu, tiles);
+      __syncthreads();
+      w_product<kWarps>(sTw, sK, sW, tiles);
     }
 
-    // Vn^T starts as U^T = V^T Tu^T: this warp's 16 value rows x the chunk's tokens (zero
-    // without values).
-    float vn[8][4] = {};
-    if constexpr (kHasValues) {
-#pragma unroll
-      for (int p = 0; p < 4; ++p) {
-        if (p >= tiles) continue;
-#pragma unroll
-        for (int ks = 0; ks < 4; ++ks) {
-          if (ks > p) continue;
-          uint32_t a[4], b_hi[4], b_lo[4];
-          ldmatrix_x4_trans(a, sV + (16 * ks + lane % 8 + (lane / 16) * 8) * kLdV + 16 * warp +
-                                   ((lane / 8) % 2) * 8);
-          const int b_off =
-              (16 * p + lane % 8 + (lane / 16) * 8) * kLdC + 16 * ks + ((lane / 8) % 2) * 8;
-          ldmatrix_x4(b_hi, sTu + b_off);
-          mma_bf16(vn[2 * p], a, b_hi[0], b_hi[1]);
-          mma_bf16(vn[2 * p + 1], a, b_hi[2], b_hi[3]);
-          if constexpr (kSplitState) {
-            ldmatrix_x4(b_lo, sTu + kChunk * kLdC + b_off);
-            mma_bf16(vn[2 * p], a, b_lo[0], b_lo[1]);
-            mma_bf16(vn[2 * p + 1], a, b_lo[2], b_lo[3]);
-          }
-        }
-      }
-    }
-    __syncthreads();  // sW complete
+    float vn[8][4] = {};  // Vn^T, from U^T (zero without values)
+    if constexpr (kHasValues) u_product<kLdV>(vn, sV, 16 * warp, key.tu, tiles);
+    if constexpr (!kPrepared) __syncthreads();  // sW complete
 
-    // Vn^T += M (-W)^T and O^T = M Q^T, sharing M's A fragments (hi, and lo for Vn).
     float o[8][4] = {};
-#pragma unroll
-    for (int ks = 0; ks < kHeadSize / 16; ++ks) {
-      uint32_t m_hi[4], m_lo[4];
-      split_a_fragment(M[2 * ks], M[2 * ks + 1], m_hi, m_lo);
-#pragma unroll
-      for (int p = 0; p < 4; ++p) {
-        if (p >= tiles) continue;
-        const int b_off = (16 * p + lane % 8 + (lane / 16) * 8) * kLdD + 16 * ks + ((lane / 8) % 2) * 8;
-        uint32_t bw[4], bq[4];
-        ldmatrix_x4(bw, sW + b_off);
-        if constexpr (kWritesOutput) ldmatrix_x4(bq, sQ + b_off);
-        mma_bf16(vn[2 * p], m_hi, bw[0], bw[1]);
-        mma_bf16(vn[2 * p + 1], m_hi, bw[2], bw[3]);
-        if constexpr (kSplitState) {
-          mma_bf16(vn[2 * p], m_lo, bw[0], bw[1]);
-          mma_bf16(vn[2 * p + 1], m_lo, bw[2], bw[3]);
-        }
-        if constexpr (kWritesOutput) {
-          mma_bf16(o[2 * p], m_hi, bq[0], bq[1]);
-          mma_bf16(o[2 * p + 1], m_hi, bq[2], bq[3]);
-          if constexpr (kSplitOutput) {
-            mma_bf16(o[2 * p], m_lo, bq[0], bq[1]);
-            mma_bf16(o[2 * p + 1], m_lo, bq[2], bq[3]);
-          }
-        }
-      }
-    }
-
+    state_products<kWritesOutput>(vn, o, M, key.w, sQ, tiles);
     if constexpr (kWritesOutput) {
-      // O^T = (O^T diag(e^gamma) + Vn^T P^T) scale, then out through this warp's staging tile.
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt) {
-        const float e0 = sEg[8 * nt + 2 * c], e1 = sEg[8 * nt + 2 * c + 1];
-        o[nt][0] *= e0, o[nt][1] *= e1, o[nt][2] *= e0, o[nt][3] *= e1;
-      }
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
-        if (ks >= tiles) continue;
-        uint32_t a_hi[4], a_lo[4];
-        split_a_fragment(vn[2 * ks], vn[2 * ks + 1], a_hi, a_lo);
-#pragma unroll
-        for (int p = 0; p < 4; ++p) {
-          if (p < ks || p >= tiles) continue;
-          const int b_off =
-              (16 * p + lane % 8 + (lane / 16) * 8) * kLdC + 16 * ks + ((lane / 8) % 2) * 8;
-          uint32_t b[4];
-          ldmatrix_x4(b, sP + b_off);
-          mma_bf16(o[2 * p], a_hi, b[0], b[1]);
-          mma_bf16(o[2 * p + 1], a_hi, b[2], b[3]);
-          if constexpr (kSplitOutput) {
-            uint32_t b_lo[4];
-            ldmatrix_x4(b_lo, sP + kChunk * kLdC + b_off);
-            mma_bf16(o[2 * p], a_lo, b[0], b[1]);
-            mma_bf16(o[2 * p + 1], a_lo, b[2], b[3]);
-            mma_bf16(o[2 * p], a_hi, b_lo[0], b_lo[1]);
-            mma_bf16(o[2 * p + 1], a_hi, b_lo[2], b_lo[3]);
-          }
-        }
-      }
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt) {
-        const int t = 8 * nt + 2 * c;
-        sO[t * kLdO + g] = __float2bfloat16_rn(o[nt][0] * args.scale);
-        sO[(t + 1) * kLdO + g] = __float2bfloat16_rn(o[nt][1] * args.scale);
-        sO[t * kLdO + g + 8] = __float2bfloat16_rn(o[nt][2] * args.scale);
-        sO[(t + 1) * kLdO + g + 8] = __float2bfloat16_rn(o[nt][3] * args.scale);
-      }
-      __syncwarp();
-      {
-        const int64_t t0 = t_begin + int64_t{ci} * kChunk;
-        for (int q = lane; q < 2 * rows; q += 32) {
-          const int t = q / 2, half = q % 2;
-          *reinterpret_cast<uint4*>(args.output + ((t0 + t) * kVHeads + h) * kHeadSize + v_first +
-                                    8 * half) =
-              *reinterpret_cast<const uint4*>(sO + t * kLdO + 8 * half);
-        }
-      }
+      output_products(o, vn, key.p, key.gates.eg, args.scale, tiles);
+      store_output(o, sO, args.output, t_begin + int64_t{ci} * kChunk, h, v_first, rows);
     }
-
-    // M = e^gamma_last M + (Vn^T diag(fac)) K.
-    const float decay = *sDecay;
-#pragma unroll
-    for (int nt = 0; nt < 16; ++nt)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) M[nt][r] *= decay;
-#pragma unroll
-    for (int ks = 0; ks < 4; ++ks) {
-      if (ks >= tiles) continue;
-      const float f0 = sFac[16 * ks + 2 * c], f1 = sFac[16 * ks + 2 * c + 1];
-      const float f2 = sFac[16 * ks + 8 + 2 * c], f3 = sFac[16 * ks + 8 + 2 * c + 1];
-      uint32_t a_hi[4], a_lo[4];
-      split_a_fragment(vn[2 * ks], vn[2 * ks + 1], a_hi, a_lo, f0, f1, f2, f3);
-#pragma unroll
-      for (int p = 0; p < 8; ++p) {
-        uint32_t b[4];
-        ldmatrix_x4_trans(b, sK + (16 * ks + lane % 8 + ((lane / 8) % 2) * 8) * kLdD + 16 * p +
-                                 (lane / 16) * 8);
-        mma_bf16(M[2 * p], a_hi, b[0], b[1]);
-        mma_bf16(M[2 * p + 1], a_hi, b[2], b[3]);
-        if constexpr (kSplitState) {
-          mma_bf16(M[2 * p], a_lo, b[0], b[1]);
-          mma_bf16(M[2 * p + 1], a_lo, b[2], b[3]);
-        }
-      }
-    }
+    state_update(M, vn, sK, key.gates.fac, *key.gates.decay, tiles);
   }
 
   // The final state (zero for an empty sequence, whatever the initial state was), or the group's

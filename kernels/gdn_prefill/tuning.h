@@ -4,7 +4,8 @@
 #pragma once
 
 #if !defined(MIN_CTAS) || !defined(MAX_SLABS) || !defined(SPLIT_OPERANDS) || \
-    !defined(SERIAL_MAX_TOKENS) || !defined(CP_MAX_GROUPS) || !defined(CP_MIN_TOKENS)
+    !defined(SERIAL_MAX_TOKENS) || !defined(CP_MAX_GROUPS) || !defined(CP_MIN_TOKENS) || \
+    !defined(SPLIT_MAX_CHAINS) || !defined(CHAIN_MAX_SLABS) || !defined(PREP_WARPS)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
 
@@ -45,6 +46,21 @@ constexpr SplitOperands kSplitOperands = SplitOperands::SPLIT_OPERANDS;
 constexpr bool kSplitState = kSplitOperands != SplitOperands::none;
 constexpr bool kSplitOutput = kSplitOperands == SplitOperands::all;
 
+// The split route (chunk_prep.cuh, then the chunked kernel's kPrepared form) computes every
+// chunk's key-only work in parallel first and leaves the chain only the state products. It pays
+// where the chunked route's one CTA per (sequence, head) chain leaves SMs idle, and loses where
+// those chains fill the GPU on their own (the prep then adds waves of work before the chain
+// starts: 8192 tokens over 20-57 sequences, 134 against 212 us on one H200). So it is taken,
+// before the context-parallel and the chunked routes, when the call has at most
+// kSplitMaxChains (sequence, head) chains (N * 8; 0: never) and the workspace holds the
+// records. Its chain repeats no key work per value slab, so it takes the fewest slabs of 2, 4
+// or 8 (at most kChainMaxSlabs) that give kMinCtas CTAs; a slab holds at most 64 value columns
+// there, as the double-buffered records leave no room for a 128-column one. The prep kernel
+// runs kPrepThreads per (chunk, head).
+constexpr long long kSplitMaxChains = SPLIT_MAX_CHAINS;
+constexpr int kChainMaxSlabs = CHAIN_MAX_SLABS;
+constexpr int kPrepThreads = 32 * PREP_WARPS;
+
 // Up to this many sequences the chunked route orders its CTAs longest sequence first (each CTA
 // ranks the lengths itself, O(N^2 / threads) in its prologue); beyond it, index order.
 constexpr int kRankMaxSeqs = 128;
@@ -52,6 +68,10 @@ constexpr int kRankMaxSeqs = 128;
 static_assert(kMinCtas >= 1, "MIN_CTAS: at least 1");
 static_assert(kSerialMaxTokens >= 0, "SERIAL_MAX_TOKENS: 0 or more");
 static_assert(kCpMaxGroups >= 0, "CP_MAX_GROUPS: 0 or more");
+static_assert(kSplitMaxChains >= 0, "SPLIT_MAX_CHAINS: 0 or more");
+static_assert(kChainMaxSlabs == 2 || kChainMaxSlabs == 4 || kChainMaxSlabs == 8,
+              "CHAIN_MAX_SLABS: 2, 4 or 8");
+static_assert(PREP_WARPS == 4 || PREP_WARPS == 8, "PREP_WARPS: 4 or 8");
 static_assert(kMaxSlabs == 1 || kMaxSlabs == 2 || kMaxSlabs == 4 || kMaxSlabs == 8,
               "MAX_SLABS: 1, 2, 4 or 8");
 
