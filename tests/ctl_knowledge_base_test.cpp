@@ -100,7 +100,7 @@ TEST(KnowledgeBase, ADirectionForOtherDefinitionsIsPassedOver) {
             "tile_shape_search");
   const DirectionChoice prefill = choose_direction(kb, s, {}, "gdn_prefill_qk4_v8_d128_k_last");
   ASSERT_TRUE(prefill.direction);
-  EXPECT_EQ(prefill.direction->name, "prefill_key_work_off_the_chain");
+  EXPECT_EQ(prefill.direction->name, "prefill_prepared_chain_latency");
   for (const auto& surface : prefill.direction->surfaces)
     EXPECT_NE(surface.find("gdn_prefill"), std::string::npos) << surface;
   // No definition given: every direction of the family is a candidate.

@@ -7,7 +7,9 @@
 # README: fla_core-0.6.0 as a wheel in .whl, installed into PYTHONPATH).
 # Writes OUT/fla_graph_results.json (per timer and candidate, per workload status and latency) and
 # the sweep logs; bench/results/2026-12-01_gdn_prefill_fla_graph_h200.json was made from it.
-# Usage: OUT=DIR [KH=path/to/kh] [BUDGET_S=330] bench/kernels/run_fla_graph_comparison.sh
+# REGIMES (default "0 1 2 3": 8192 tokens, <= 2 long sequences, 257-8191, <= 256) sets that order.
+# Usage: OUT=DIR [KH=path/to/kh] [BUDGET_S=330] [REGIMES="1 2 0 3"]
+# bench/kernels/run_fla_graph_comparison.sh
 set -u
 cd "$(dirname "$0")/../.."
 export PATH=/usr/local/cuda/bin:$PATH KH_MEMORY_DIR=
@@ -16,14 +18,15 @@ deadline=$((t0 + ${BUDGET_S:-330}))
 mkdir -p "$O"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader > $O/gpu.txt 2>&1
 W=$O/workloads_by_regime.jsonl
-python3 - workloads/gdn/gdn_prefill_qk4_v8_d128_k_last.jsonl $W <<'PY'
+python3 - workloads/gdn/gdn_prefill_qk4_v8_d128_k_last.jsonl $W "${REGIMES:-0 1 2 3}" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
+order = [int(x) for x in sys.argv[3].split()]
 def regime(r):
     a = r["workload"]["axes"]; t, n = a["total_seq_len"], a["num_seqs"]
     return 0 if t == 8192 else 1 if n <= 2 and t >= 1024 else 2 if t > 256 else 3
 with open(sys.argv[2], "w") as f:
-    for r in sorted(rows, key=regime): f.write(json.dumps(r) + "\n")
+    for r in sorted(rows, key=lambda r: order.index(regime(r))): f.write(json.dumps(r) + "\n")
 PY
 timeout 120 $KH sweep kernels/gdn_prefill --workloads $W --backend cuda --timing cupti --trials 1 --cache $C --store $O/store_cupti --call-timeout 60 --json > $O/cupti.json 2> $O/cupti.log
 echo "cupti rc=$? $(( $(date +%s) - t0 ))s"
