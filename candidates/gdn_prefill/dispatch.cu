@@ -1,0 +1,96 @@
+// Route choice for GDN prefill, on the two sizes the host knows without a sync (the total tokens
+// and the sequences; their lengths live on the device, in cu_seqlens, and are never read back, so
+// the call stays CUDA-graph capturable):
+//   - at most kSerialMaxTokens tokens: the token-serial route;
+//   - with the workspace for the chunk records and at most kSplitMaxChains (sequence, head)
+//     chains (and kRankMaxSeqs sequences): the split route, its value slabs by the chain's own
+//     rule (chain_slabs);
+//   - few (sequence, head, slab) items and long sequences on average, with the workspace: the
+//     context-parallel route, in as many groups per sequence as fill kMinCtas CTAs (at most
+//     kCpMaxGroups);
+//   - otherwise the chunked route, its value slabs per head from the number of sequences by the
+//     continuous rule in tuning.h.
+#include "dispatch.h"
+#include "route_chunked.cuh"
+#include "route_context_parallel.cuh"
+#include "route_split.cuh"
+#include "route_token_serial.cuh"
+
+namespace khk::gdn_prefill {
+namespace {
+
+// The value slabs per head for `num_seqs` sequences (1, 2, 4 or 8).
+int chunked_slabs(int64_t num_seqs) {
+  int slabs = 1;
+  while (slabs < kMaxSlabs && num_seqs * kVHeads * slabs < kMinCtas) slabs *= 2;
+  return slabs;
+}
+
+// The split route's chain slabs (2, 4 or 8): it repeats no key work per slab, so only the
+// grid's kMinCtas and kChainMaxSlabs bound them.
+int chain_slabs(int64_t num_seqs) {
+  int slabs = 2;
+  while (slabs < kChainMaxSlabs && num_seqs * kVHeads * slabs < kMinCtas) slabs *= 2;
+  return slabs;
+}
+
+bool takes_token_serial(int64_t total_tokens) {
+  return kSerialMaxTokens > 0 && total_tokens <= kSerialMaxTokens;
+}
+
+// Groups per sequence of the context-parallel route; below 2 the route is not taken.
+int context_parallel_groups(int64_t total_tokens, int64_t num_seqs) {
+  if (kCpMaxGroups < 2 || takes_token_serial(total_tokens)) return 0;
+  if (total_tokens < kCpMinTokensPerSeq * num_seqs) return 0;
+  const int64_t items = num_seqs * kVHeads * chunked_slabs(num_seqs);
+  const int64_t groups = kMinCtas / items;
+  return groups < 2 ? 0 : static_cast<int>(groups < kCpMaxGroups ? groups : kCpMaxGroups);
+}
+
+// Whether the split route fits the call's sizes (the workspace is checked by the caller).
+bool takes_split(int64_t total_tokens, int64_t num_seqs) {
+  return !takes_token_serial(total_tokens) && num_seqs <= kRankMaxSeqs &&
+         num_seqs * kVHeads <= kSplitMaxChains;
+}
+
+}  // namespace
+
+uint64_t workspace_bytes(int64_t total_tokens, int64_t num_seqs) {
+  if (takes_split(total_tokens, num_seqs)) return record_workspace_bytes(total_tokens, num_seqs);
+  const int groups = context_parallel_groups(total_tokens, num_seqs);
+  return groups ? context_parallel_workspace_floats(num_seqs, groups) * sizeof(float) : 0;
+}
+
+cudaError_t dispatch(const PrefillArgs& args, void* workspace, uint64_t workspace_size,
+                     cudaStream_t stream) {
+  if (takes_token_serial(args.total_tokens)) return launch_token_serial(args, stream);
+  const bool aligned = workspace && reinterpret_cast<uintptr_t>(workspace) % 16 == 0;
+  if (aligned && takes_split(args.total_tokens, args.num_seqs) &&
+      workspace_size >= record_workspace_bytes(args.total_tokens, args.num_seqs)) {
+    unsigned char* records = static_cast<unsigned char*>(workspace);
+    switch (chain_slabs(args.num_seqs)) {
+      case 2: return launch_split<64>(args, records, stream);
+      case 4: return launch_split<32>(args, records, stream);
+      default: return launch_split<16>(args, records, stream);
+    }
+  }
+  const int groups = context_parallel_groups(args.total_tokens, args.num_seqs);
+  if (groups && aligned &&
+      workspace_size >= context_parallel_workspace_floats(args.num_seqs, groups) * sizeof(float)) {
+    float* w = static_cast<float*>(workspace);
+    switch (chunked_slabs(args.num_seqs)) {
+      case 1: return launch_context_parallel<128>(args, w, groups, stream);
+      case 2: return launch_context_parallel<64>(args, w, groups, stream);
+      case 4: return launch_context_parallel<32>(args, w, groups, stream);
+      default: return launch_context_parallel<16>(args, w, groups, stream);
+    }
+  }
+  switch (chunked_slabs(args.num_seqs)) {
+    case 1: return launch_chunked<128>(args, stream);
+    case 2: return launch_chunked<64>(args, stream);
+    case 4: return launch_chunked<32>(args, stream);
+    default: return launch_chunked<16>(args, stream);
+  }
+}
+
+}  // namespace khk::gdn_prefill

@@ -1,0 +1,48 @@
+// The split route: the chunked delta rule in two launches, so that the chain of dependent chunks
+// carries only the work that depends on the state.
+//   1. chunk_prep_kernel (chunk_prep.cuh): every (chunk, value head) of the call in parallel, its
+//      key-only stages (gates, A, P, the inverse, Tw, Tu, -W) into a record of the workspace;
+//   2. the chunked kernel's kPrepared form: one CTA per (sequence, head, value slab) walks the
+//      sequence as the chunked route does, but loads each chunk's record with its K, Q and V and
+//      runs only U^T, Vn^T, the output and the state update.
+// The records hold exactly the tiles the fused kernel computes in shared memory, so both routes
+// give the same bits. With the key work gone, the chain repeats nothing per value slab, so long
+// sequences can be spread over more, narrower slabs than the chunked route affords.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "chunk_prep.cuh"
+#include "chunk_record.cuh"
+#include "gdn_prefill.cuh"
+#include "route_chunked.cuh"
+
+namespace khk::gdn_prefill {
+
+#if defined(__CUDACC__)  // a host build (the tests' CTA emulator) runs the kernel bodies itself
+/// Both launches at value slabs of kVS (<= 64) columns, the records in `workspace` (at least
+/// record_workspace_bytes(T, N), 16-byte aligned; at most kRankMaxSeqs sequences).
+template <int kVS>
+cudaError_t launch_split(const PrefillArgs& args, unsigned char* workspace, cudaStream_t stream) {
+  constexpr auto chain = chunked_prefill_kernel<kVS, ChunkPass::kFused, true>;
+  constexpr int chain_bytes = ChainSmem<kVS>::kBytes;
+  cudaError_t e = cudaFuncSetAttribute(chunk_prep_kernel,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       PrepSmem::kBytes);
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(chain, cudaFuncAttributeMaxDynamicSharedMemorySize, chain_bytes);
+  if (e != cudaSuccess) return e;
+  const auto prep_ctas = static_cast<unsigned>(record_slots(args.total_tokens, args.num_seqs) *
+                                               kVHeads);
+  chunk_prep_kernel<<<prep_ctas, kPrepThreads, PrepSmem::kBytes, stream>>>(args, workspace);
+  GroupArgs group_args;
+  group_args.records = workspace;
+  const auto ctas = static_cast<unsigned>(args.num_seqs * kVHeads * (kHeadSize / kVS));
+  chain<<<ctas, kVS * 2, chain_bytes, stream>>>(args, group_args);
+  return cudaGetLastError();
+}
+#endif
+
+}  // namespace khk::gdn_prefill

@@ -1,0 +1,78 @@
+// The knobs of the GDN prefill routes, in one place. Their values come from candidate.toml's
+// [params] (the harness passes -DNAME=value; libkhk passes each param's first value), so the
+// controller's tuner can search them; this header only names them and checks they are set.
+#pragma once
+
+#if !defined(MIN_CTAS) || !defined(MAX_SLABS) || !defined(SPLIT_OPERANDS) || \
+    !defined(SERIAL_MAX_TOKENS) || !defined(CP_MAX_GROUPS) || !defined(CP_MIN_TOKENS) || \
+    !defined(SPLIT_MAX_CHAINS) || !defined(CHAIN_MAX_SLABS) || !defined(PREP_WARPS)
+#error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
+#endif
+
+namespace khk::gdn_prefill {
+
+// Calls of at most this many tokens (all sequences together) take the token-serial route
+// (route_token_serial.cuh, its knobs in serial_tuning.h), the others the chunked route. The
+// serial route's time grows with the longest sequence's tokens and its issue work with all of
+// them, while the chunked route pays a fixed cost per 64-token chunk on its chain; the total is
+// the one size known on the host without a sync, and the longest sequence is at most the total.
+// 0: never serial.
+constexpr long long kSerialMaxTokens = SERIAL_MAX_TOKENS;
+
+// The context-parallel route (route_context_parallel.cuh) cuts each sequence into groups of whole
+// chunks computed in parallel, at three passes of chunk work instead of one: it is taken when the
+// chunked route's (sequence, head, slab) items leave at least half of kMinCtas idle (groups =
+// kMinCtas / items >= 2, at most kCpMaxGroups; 0 or 1: never) and the sequences average at least
+// kCpMinTokensPerSeq tokens, so each group still holds several chunks.
+constexpr int kCpMaxGroups = CP_MAX_GROUPS;
+constexpr long long kCpMinTokensPerSeq = CP_MIN_TOKENS;
+
+// A head's 128 value columns split into 1, 2, 4 or 8 slabs, one CTA each (dispatch.cu). More
+// slabs spread a few sequences over more SMs but repeat the chunk's key-only work (K K^T, Q K^T,
+// the inverse, W) once per slab, with fewer warps to share it. The dispatch takes the fewest
+// slabs that give the grid kMinCtas CTAs, and never more than kMaxSlabs.
+constexpr int kMinCtas = MIN_CTAS;   // about one CTA per SM of a 132-SM H200 at 132
+constexpr int kMaxSlabs = MAX_SLABS;
+// Which computed MMA operands go through the bf16 tensor cores as hi + lo pairs (~16 mantissa
+// bits instead of 8; inputs q, k, v are bf16 already and exact). `state`: the state path (M in
+// M W^T, Tw, Tu, the pseudo-values in the state update) -- with plain bf16 the final state drifts
+// to ~7e-3 of the 1e-2 tolerance over 2048-8192 weakly decaying tokens (tools/gdn_chunk_model.py),
+// split it stays at ~2e-3. `all` adds the output path (M in M Q^T, the pseudo-values and P in
+// Vn^T P^T), which the adversarial `extreme` inputs (values x1e3, so 1e-2 absolute is 1e-5
+// relative) need: with `state`, 2-4 % of their outputs miss the tolerance. Each level costs
+// MMAs: about 1.5x (`state`) and 1.8x (`all`) those of plain bf16 per chunk.
+enum class SplitOperands { none, state, all };
+constexpr SplitOperands kSplitOperands = SplitOperands::SPLIT_OPERANDS;
+constexpr bool kSplitState = kSplitOperands != SplitOperands::none;
+constexpr bool kSplitOutput = kSplitOperands == SplitOperands::all;
+
+// The split route (chunk_prep.cuh, then the chunked kernel's kPrepared form) computes every
+// chunk's key-only work in parallel first and leaves the chain only the state products. It pays
+// where the chunked route's one CTA per (sequence, head) chain leaves SMs idle, and loses where
+// those chains fill the GPU on their own (the prep then adds waves of work before the chain
+// starts: 8192 tokens over 20-57 sequences, 134 against 212 us on one H200). So it is taken,
+// before the context-parallel and the chunked routes, when the call has at most
+// kSplitMaxChains (sequence, head) chains (N * 8; 0: never) and the workspace holds the
+// records. Its chain repeats no key work per value slab, so it takes the fewest slabs of 2, 4
+// or 8 (at most kChainMaxSlabs) that give kMinCtas CTAs; a slab holds at most 64 value columns
+// there, as the double-buffered records leave no room for a 128-column one. The prep kernel
+// runs kPrepThreads per (chunk, head).
+constexpr long long kSplitMaxChains = SPLIT_MAX_CHAINS;
+constexpr int kChainMaxSlabs = CHAIN_MAX_SLABS;
+constexpr int kPrepThreads = 32 * PREP_WARPS;
+
+// Up to this many sequences the chunked route orders its CTAs longest sequence first (each CTA
+// ranks the lengths itself, O(N^2 / threads) in its prologue); beyond it, index order.
+constexpr int kRankMaxSeqs = 128;
+
+static_assert(kMinCtas >= 1, "MIN_CTAS: at least 1");
+static_assert(kSerialMaxTokens >= 0, "SERIAL_MAX_TOKENS: 0 or more");
+static_assert(kCpMaxGroups >= 0, "CP_MAX_GROUPS: 0 or more");
+static_assert(kSplitMaxChains >= 0, "SPLIT_MAX_CHAINS: 0 or more");
+static_assert(kChainMaxSlabs == 2 || kChainMaxSlabs == 4 || kChainMaxSlabs == 8,
+              "CHAIN_MAX_SLABS: 2, 4 or 8");
+static_assert(PREP_WARPS == 4 || PREP_WARPS == 8, "PREP_WARPS: 4 or 8");
+static_assert(kMaxSlabs == 1 || kMaxSlabs == 2 || kMaxSlabs == 4 || kMaxSlabs == 8,
+              "MAX_SLABS: 1, 2, 4 or 8");
+
+}  // namespace khk::gdn_prefill
