@@ -19,8 +19,9 @@
 namespace khk::gdn_prefill {
 
 /// Shared memory of one prep CTA: the record being built first (L, then -W, where the record
-/// keeps W; Tu; P; the gates), then X, K, Q and the sequence bounds. Tw (hi, lo) is built over
-/// Q and the bounds, which nothing reads once P is done: 106 KB, so two CTAs share an SM.
+/// keeps W; Tu; P; the gates), then X, K, Q and the sequence bounds, and Tw (hi, lo): after them
+/// with kPrepCtasPerSm 1, over Q and the bounds with 2 (nothing reads those once P is done), so
+/// that the CTA needs 106 KB instead of 124 and two share an SM.
 struct PrepSmem {
   static constexpr int kTileD = kChunk * kLdD * 2;
   static constexpr int kRecord = 0;
@@ -28,16 +29,17 @@ struct PrepSmem {
   static constexpr int kK = kX + kChunk * kLdF * 4;
   static constexpr int kQ = kK + kTileD;
   static constexpr int kCu = kQ + kTileD;              // cu_seqlens, then (sequence, chunk)
-  static constexpr int kTw = kQ;
-  static constexpr int kBytes = kCu + 8 * (kRankMaxSeqs + 1) + 16;
+  static constexpr int kEnd = kCu + 8 * (kRankMaxSeqs + 1) + 16;
+  static constexpr int kTw = kPrepCtasPerSm == 2 ? kQ : kEnd;
+  static constexpr int kBytes = kPrepCtasPerSm == 2 ? kEnd : kEnd + 2 * kChunk * kLdC * 2;
   static_assert(kChunk * kLdF * 4 == kTileD, "L is built where the record keeps W");
-  static_assert(kTw + 2 * kChunk * kLdC * 2 <= kBytes, "Tw fits over Q and the bounds");
-  static_assert(2 * (kBytes + 1024) <= 228 * 1024, "two prep CTAs fit an SM");
+  static_assert(kTw + 2 * kChunk * kLdC * 2 <= kBytes, "Tw fits");
+  static_assert(kPrepCtasPerSm == 1 || 2 * (kBytes + 1024) <= 228 * 1024, "two prep CTAs fit");
 };
 
 /// One CTA per (record slot, value head), heads of a slot adjacent (two share their K and Q in
 /// L2). Slots that hold no chunk (chunk_record.cuh) exit at once. At most kRankMaxSeqs sequences.
-__global__ void __launch_bounds__(kPrepThreads, 2)
+__global__ void __launch_bounds__(kPrepThreads, kPrepCtasPerSm)
     chunk_prep_kernel(PrefillArgs args, unsigned char* records) {
   extern __shared__ __align__(16) unsigned char smem[];
   unsigned char* sRecord = smem + PrepSmem::kRecord;
@@ -102,7 +104,7 @@ __global__ void __launch_bounds__(kPrepThreads, 2)
   __syncthreads();
   invert_unit_lower<kPrepThreads>(sL, sX, tiles);
   __syncthreads();
-  inverse_factors<kPrepThreads>(sX, gates, sTw, sTu, tiles);  // over Q: P is done
+  inverse_factors<kPrepThreads>(sX, gates, sTw, sTu, tiles);  // perhaps over Q: P is done
   __syncthreads();
   w_product<kWarps>(sTw, sK, sW, tiles);
   __syncthreads();

@@ -225,61 +225,84 @@ __global__ void __launch_bounds__(kVS * 2, 1)
   const __nv_bfloat16* q_head = args.q + (h / kGvaRatio) * kHeadSize;
   const __nv_bfloat16* v_head = args.v + h * kHeadSize + slab * kVS;
 
-  // kPrepared: chunk ci's K, Q and V rows and the parts of its record this pass reads (up to the
-  // last 16-row tile) into buffer ci % 2 as bulk copies issued by warp 0, counted by that
-  // buffer's barrier; rows past the chunk's end are zeroed by plain stores of the whole CTA (the
-  // state update reads them, times a zero factor).
+  // kPrepared: the parts of chunk ci's record this pass reads (up to the last 16-row tile) into
+  // record buffer ci % 2, as 16-byte cp.async from every thread (CHAIN_COPIES 0) or as one bulk
+  // copy per part issued by warp 0 and counted by that buffer's barrier (1); with 2 the K, Q and
+  // V rows go the same way, one bulk copy per row, and the rows past the chunk's end are zeroed
+  // by plain stores of the whole CTA (the state update reads them, times a zero factor).
   uint64_t* barriers = nullptr;
   if constexpr (kPrepared) barriers = reinterpret_cast<uint64_t*>(smem + Smem::kBarriers);
-  auto prefetch_prepared = [&](int ci, int64_t t0, int rows, int rows16, __nv_bfloat16* dK,
-                               __nv_bfloat16* dQ, __nv_bfloat16* dV) {
+  auto prefetch_record = [&](int ci, int64_t t0, int rows, int rows16, __nv_bfloat16* dK,
+                             __nv_bfloat16* dQ, __nv_bfloat16* dV) {
     if constexpr (kPrepared) {
       constexpr int kTileC = kChunk * kLdC * 2;
       constexpr int kRowV = kVS * 2;  // bytes of one V row of the slab
+      const int part_rows = rows16 * kLdC * 2;  // bytes of one Tu or P part up to the last tile
       const int64_t record = (record_first + ci) * kVHeads + h;
       const unsigned char* rec = group_args.records + record * ChunkRecord::kBytes;
       unsigned char* dst = smem + Smem::kRecord + (ci % 2) * ChunkRecord::kBytes;
-      uint64_t* bar = barriers + ci % 2;
-      for (int i = threadIdx.x; i < (rows16 - rows) * 16; i += kThreads) {
-        const int r = rows + i / 16, seg = i % 16;
-        *reinterpret_cast<uint4*>(dK + r * kLdD + 8 * seg) = make_uint4(0, 0, 0, 0);
-        if constexpr (kWritesOutput)
-          *reinterpret_cast<uint4*>(dQ + r * kLdD + 8 * seg) = make_uint4(0, 0, 0, 0);
+      if constexpr (kChainCopies == 0) {
+        auto part = [&](int offset, int bytes) {
+          for (int i = threadIdx.x; i < bytes / 16; i += kThreads)
+            copy_16b_async(dst + offset + 16 * i, rec + offset + 16 * i, true);
+        };
+        part(ChunkRecord::kW, rows16 * kLdD * 2);
+        if constexpr (kHasValues) part(ChunkRecord::kTu, part_rows);
+        if constexpr (kHasValues && kSplitState) part(ChunkRecord::kTu + kTileC, part_rows);
+        if constexpr (kWritesOutput) part(ChunkRecord::kP, part_rows);
+        if constexpr (kWritesOutput && kSplitOutput) part(ChunkRecord::kP + kTileC, part_rows);
+        part(ChunkRecord::kGates, ChunkRecord::kBytes - ChunkRecord::kGates);
+      } else {
+        uint64_t* bar = barriers + ci % 2;
+        if constexpr (kChainCopies == 2) {
+          for (int i = threadIdx.x; i < (rows16 - rows) * 16; i += kThreads) {
+            const int r = rows + i / 16, seg = i % 16;
+            *reinterpret_cast<uint4*>(dK + r * kLdD + 8 * seg) = make_uint4(0, 0, 0, 0);
+            if constexpr (kWritesOutput)
+              *reinterpret_cast<uint4*>(dQ + r * kLdD + 8 * seg) = make_uint4(0, 0, 0, 0);
+          }
+          for (int i = threadIdx.x; kHasValues && i < (rows16 - rows) * (kVS / 8); i += kThreads) {
+            const int r = rows + i / (kVS / 8), seg = i % (kVS / 8);
+            *reinterpret_cast<uint4*>(dV + r * kLdV + 8 * seg) = make_uint4(0, 0, 0, 0);
+          }
+        }
+        if (warp != 0) return;
+        const uint32_t row_bytes =
+            kChainCopies == 2 ? rows * (kHeadSize * 2) * (kWritesOutput ? 2 : 1) +
+                                    (kHasValues ? rows * kRowV : 0)
+                              : 0;
+        const uint32_t bytes = row_bytes + rows16 * kLdD * 2 +
+                               (kHasValues ? part_rows * (kSplitState ? 2 : 1) : 0) +
+                               (kWritesOutput ? part_rows * (kSplitOutput ? 2 : 1) : 0) +
+                               (ChunkRecord::kBytes - ChunkRecord::kGates);
+        if (lane == 0) barrier_arrive_expect(bar, bytes);
+        __syncwarp();
+        if constexpr (kChainCopies == 2) {
+          for (int r = lane; r < rows; r += 32) {
+            const int64_t src = (t0 + r) * kQKHeads * kHeadSize;
+            bulk_copy_to_shared(dK + r * kLdD, k_head + src, kHeadSize * 2, bar);
+            if constexpr (kWritesOutput)
+              bulk_copy_to_shared(dQ + r * kLdD, q_head + src, kHeadSize * 2, bar);
+            if constexpr (kHasValues)
+              bulk_copy_to_shared(dV + r * kLdV, v_head + (t0 + r) * kVHeads * kHeadSize, kRowV,
+                                  bar);
+          }
+        }
+        auto part = [&](int which, int offset, int n) {
+          if (lane == which) bulk_copy_to_shared(dst + offset, rec + offset, n, bar);
+        };
+        part(0, ChunkRecord::kW, rows16 * kLdD * 2);
+        part(1, ChunkRecord::kGates, ChunkRecord::kBytes - ChunkRecord::kGates);
+        if constexpr (kHasValues) part(2, ChunkRecord::kTu, part_rows);
+        if constexpr (kHasValues && kSplitState) part(3, ChunkRecord::kTu + kTileC, part_rows);
+        if constexpr (kWritesOutput) part(4, ChunkRecord::kP, part_rows);
+        if constexpr (kWritesOutput && kSplitOutput) part(5, ChunkRecord::kP + kTileC, part_rows);
       }
-      for (int i = threadIdx.x; kHasValues && i < (rows16 - rows) * (kVS / 8); i += kThreads) {
-        const int r = rows + i / (kVS / 8), seg = i % (kVS / 8);
-        *reinterpret_cast<uint4*>(dV + r * kLdV + 8 * seg) = make_uint4(0, 0, 0, 0);
-      }
-      if (warp != 0) return;
-      const int part_rows = rows16 * kLdC * 2;  // bytes of one Tu or P part up to the last tile
-      const uint32_t bytes =
-          rows * (kHeadSize * 2) * (kWritesOutput ? 2 : 1) + (kHasValues ? rows * kRowV : 0) +
-          rows16 * kLdD * 2 + (kHasValues ? part_rows * (kSplitState ? 2 : 1) : 0) +
-          (kWritesOutput ? part_rows * (kSplitOutput ? 2 : 1) : 0) +
-          (ChunkRecord::kBytes - ChunkRecord::kGates);
-      if (lane == 0) barrier_arrive_expect(bar, bytes);
-      __syncwarp();
-      for (int r = lane; r < rows; r += 32) {
-        const int64_t src = (t0 + r) * kQKHeads * kHeadSize;
-        bulk_copy_to_shared(dK + r * kLdD, k_head + src, kHeadSize * 2, bar);
-        if constexpr (kWritesOutput) bulk_copy_to_shared(dQ + r * kLdD, q_head + src, kHeadSize * 2, bar);
-        if constexpr (kHasValues)
-          bulk_copy_to_shared(dV + r * kLdV, v_head + (t0 + r) * kVHeads * kHeadSize, kRowV, bar);
-      }
-      auto part = [&](int which, int offset, int n) {
-        if (lane == which) bulk_copy_to_shared(dst + offset, rec + offset, n, bar);
-      };
-      part(0, ChunkRecord::kW, rows16 * kLdD * 2);
-      part(1, ChunkRecord::kGates, ChunkRecord::kBytes - ChunkRecord::kGates);
-      if constexpr (kHasValues) part(2, ChunkRecord::kTu, part_rows);
-      if constexpr (kHasValues && kSplitState) part(3, ChunkRecord::kTu + kTileC, part_rows);
-      if constexpr (kWritesOutput) part(4, ChunkRecord::kP, part_rows);
-      if constexpr (kWritesOutput && kSplitOutput) part(5, ChunkRecord::kP + kTileC, part_rows);
     }
   };
 
   // Issues chunk `ci`'s K, Q, V into buffer ci % 2 (rows past the chunk's end as zeros, rows
-  // past its last 16-row tile not at all: nothing reads them).
+  // past its last 16-row tile not at all: nothing reads them), and kPrepared, its record.
   auto prefetch = [&](int ci) {
     const int64_t t0 = t_begin + int64_t{ci} * kChunk;
     const int rows = chunk_rows(length, ci);
@@ -287,9 +310,7 @@ __global__ void __launch_bounds__(kVS * 2, 1)
     __nv_bfloat16* dK = sK0 + (ci % 2) * kChunk * kLdD;
     __nv_bfloat16* dQ = sQ0 + (ci % 2) * kChunk * kLdD;
     __nv_bfloat16* dV = sV0 + (ci % 2) * kChunk * kLdV;
-    if constexpr (kPrepared) {
-      prefetch_prepared(ci, t0, rows, rows16, dK, dQ, dV);
-    } else {
+    if (!kPrepared || kChainCopies != 2) {
       for (int i = threadIdx.x; i < rows16 * 16; i += kThreads) {
         const int r = i / 16, seg = i % 16;
         const bool valid = r < rows;
@@ -305,6 +326,7 @@ __global__ void __launch_bounds__(kVS * 2, 1)
         copy_16b_async(dV + r * kLdV + 8 * seg, v_head + src, valid);
       }
     }
+    prefetch_record(ci, t0, rows, rows16, dK, dQ, dV);
   };
 
   // Warp 0 holds the raw gate inputs of the next chunk: tokens 2 lane and 2 lane + 1.
@@ -335,7 +357,9 @@ __global__ void __launch_bounds__(kVS * 2, 1)
 
     const KeyTiles key = key_tiles(ci);
     if constexpr (kPrepared) {
-      barrier_wait(barriers + ci % 2, (ci / 2) & 1);
+      if constexpr (kChainCopies != 2) copy_wait<1>();
+      if constexpr (kChainCopies != 0) barrier_wait(barriers + ci % 2, (ci / 2) & 1);
+      if constexpr (kChainCopies != 2) __syncthreads();  // every thread's cp.async landed
     } else {  // the key-only stages, shared out over the CTA's warps
       float* sL = reinterpret_cast<float*>(smem + Smem::kL);
       float* sX = reinterpret_cast<float*>(smem + Smem::kX);

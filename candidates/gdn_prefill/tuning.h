@@ -5,7 +5,8 @@
 
 #if !defined(MIN_CTAS) || !defined(MAX_SLABS) || !defined(SPLIT_OPERANDS) || \
     !defined(SERIAL_MAX_TOKENS) || !defined(CP_MAX_GROUPS) || !defined(CP_MIN_TOKENS) || \
-    !defined(SPLIT_MAX_CHAINS) || !defined(CHAIN_MAX_SLABS) || !defined(PREP_WARPS)
+    !defined(SPLIT_MAX_CHAINS) || !defined(CHAIN_MAX_SLABS) || !defined(PREP_WARPS) || \
+    !defined(CHAIN_COPIES) || !defined(PREP_CTAS_PER_SM)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
 
@@ -60,6 +61,13 @@ constexpr bool kSplitOutput = kSplitOperands == SplitOperands::all;
 constexpr long long kSplitMaxChains = SPLIT_MAX_CHAINS;
 constexpr int kChainMaxSlabs = CHAIN_MAX_SLABS;
 constexpr int kPrepThreads = 32 * PREP_WARPS;
+// How the split route's chain loads a chunk (candidate knobs, being measured): 0 every piece as
+// 16-byte cp.async from every thread; 1 the record as one bulk copy per part from warp 0, the
+// K, Q and V rows as before; 2 the rows as bulk copies too (1.26-1.53x slower together with a
+// two-CTA prep on one H200: bench/results/2026-12-02_gdn_prefill_bulk_chain_h200.json).
+constexpr int kChainCopies = CHAIN_COPIES;
+// Prep CTAs per SM: 2 builds Tw over Q (106 KB of shared memory instead of 124 KB).
+constexpr int kPrepCtasPerSm = PREP_CTAS_PER_SM;
 
 // Up to this many sequences the chunked route orders its CTAs longest sequence first (each CTA
 // ranks the lengths itself, O(N^2 / threads) in its prologue); beyond it, index order.
@@ -72,6 +80,8 @@ static_assert(kSplitMaxChains >= 0, "SPLIT_MAX_CHAINS: 0 or more");
 static_assert(kChainMaxSlabs == 2 || kChainMaxSlabs == 4 || kChainMaxSlabs == 8,
               "CHAIN_MAX_SLABS: 2, 4 or 8");
 static_assert(PREP_WARPS == 4 || PREP_WARPS == 8, "PREP_WARPS: 4 or 8");
+static_assert(kChainCopies >= 0 && kChainCopies <= 2, "CHAIN_COPIES: 0, 1 or 2");
+static_assert(kPrepCtasPerSm == 1 || kPrepCtasPerSm == 2, "PREP_CTAS_PER_SM: 1 or 2");
 static_assert(kMaxSlabs == 1 || kMaxSlabs == 2 || kMaxSlabs == 4 || kMaxSlabs == 8,
               "MAX_SLABS: 1, 2, 4 or 8");
 
