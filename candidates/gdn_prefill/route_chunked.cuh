@@ -70,11 +70,22 @@ struct KeyTiles {
   ChunkGates gates;
 };
 
+/// Warps per 16 value rows of a chunked-kernel CTA: kChainKSplit in the kPrepared form of slabs
+/// of at most 32 value columns (each warp of a pair holds half of the rows' key columns), else 1.
+template <int kVS, bool kPrepared>
+constexpr int kKeySplit = kPrepared && kVS <= 32 ? kChainKSplit : 1;
+/// Threads of one chunked-kernel CTA.
+template <int kVS, bool kPrepared>
+constexpr int kChunkThreads = kVS * 2 * kKeySplit<kVS, kPrepared>;
+
 /// Shared memory of one CTA of the kPrepared form: K, Q, V and the chunk's record
-/// (chunk_record.cuh), each double-buffered, then the output staging and the sequence bounds.
+/// (chunk_record.cuh), each double-buffered, then the output staging, the sequence bounds, the
+/// buffers' barriers and, with the key split, each row group's exchange of partial sums (Vn^T of
+/// both halves, O^T of the second: 32 floats per lane each).
 template <int kVS>
 struct ChainSmem {
-  static constexpr int kWarps = kVS / 16;
+  static constexpr int kRowGroups = kVS / 16;
+  static constexpr int kWarps = kRowGroups * kKeySplit<kVS, true>;
   static constexpr int kLdV = kVS + 8;
   static constexpr int kTileD = kChunk * kLdD * 2;
   static constexpr int kTileV = kChunk * kLdV * 2;
@@ -85,7 +96,11 @@ struct ChainSmem {
   static constexpr int kO = kRecord + 2 * ChunkRecord::kBytes;
   static constexpr int kCu = kO + kWarps * kChunk * kLdO * 2;
   static constexpr int kBarriers = kCu + 8 * (kRankMaxSeqs + 1) + 8;  // one per buffer
-  static constexpr int kBytes = kBarriers + 2 * 8;
+  static constexpr int kExchange = kBarriers + 16;
+  static constexpr int kExchangeFloats = 3 * 32 * 32;  // per row group
+  static constexpr int kBytes =
+      kExchange + (kKeySplit<kVS, true> > 1 ? kRowGroups * kExchangeFloats * 4 : 0);
+  static_assert(kBytes <= 227 * 1024, "one chain CTA fits an SM's shared memory");
 };
 
 /// What one launch of the chunked kernel computes. kFused: the whole call, one CTA per (sequence,
@@ -111,10 +126,13 @@ struct GroupArgs {
 /// kPrepared: the split route's chain. The chunk's key-only tiles come from its record, loaded
 /// with K, Q and V, instead of being computed here; at most 64 value columns per slab.
 template <int kVS, ChunkPass kPass = ChunkPass::kFused, bool kPrepared = false>
-__global__ void __launch_bounds__(kVS * 2, 1)
+__global__ void __launch_bounds__(kChunkThreads<kVS, kPrepared>, 1)
     chunked_prefill_kernel(PrefillArgs args, GroupArgs group_args = {}) {
   using Smem = std::conditional_t<kPrepared, ChainSmem<kVS>, ChunkSmem<kVS>>;
   static_assert(!kPrepared || kVS <= 64, "the kPrepared form holds at most 64 value columns");
+  constexpr int kSplitK = kKeySplit<kVS, kPrepared>;
+  static_assert(kSplitK == 1 || kPass == ChunkPass::kFused, "the key split is the chain's");
+  constexpr int kRowGroups = kVS / 16, kKeyTiles = 16 / kSplitK;  // M's 8-column key tiles
   constexpr bool kGrouped = kPass != ChunkPass::kFused;
   constexpr bool kWritesOutput = kPass == ChunkPass::kFused || kPass == ChunkPass::kFromEntry;
   constexpr bool kHasValues = kPass != ChunkPass::kTransfer;
@@ -150,7 +168,11 @@ __global__ void __launch_bounds__(kVS * 2, 1)
     if (grp == groups - 1) return;
   const int slab = static_cast<int>(cta % kSlabs);
   const int h = static_cast<int>((cta / kSlabs) % kVHeads);
-  const int v_first = slab * kVS + 16 * warp;  // this warp's first value row
+  // This warp's 16 value rows (its row group) and, with the key split, its half of their key
+  // columns: k0 .. k0 + 8 kKeyTiles - 1.
+  const int row_group = warp % kRowGroups, key_half = warp / kRowGroups;
+  const int k0 = key_half * 8 * kKeyTiles;
+  const int v_first = slab * kVS + 16 * row_group;
   __nv_bfloat16* sO = reinterpret_cast<__nv_bfloat16*>(smem + Smem::kO) + warp * kChunk * kLdO;
 
   // Longest sequences first: CTAs start in index order, so the one that walks the longest chain
@@ -198,7 +220,7 @@ __global__ void __launch_bounds__(kVS * 2, 1)
   // M: value rows v_first + g (+8), key columns 8 nt + 2c (+1).
   // The initial M: the sequence's state (zero for an empty sequence, whatever the state was),
   // the group's entry state, the identity (kTransfer) or zero (kLocal).
-  float M[16][4];
+  float M[kKeyTiles][4];
   const float* state = args.state && seq_length > 0 ? args.state + head_index * kStateFloats
                                                      : nullptr;
   // kFromEntry reads even group 0's entry from the workspace (the scan copies the initial state
@@ -206,14 +228,15 @@ __global__ void __launch_bounds__(kVS * 2, 1)
   if constexpr (kPass == ChunkPass::kFromEntry) state = group_args.entry + group_matrix;
   if constexpr (kPass == ChunkPass::kLocal || kPass == ChunkPass::kTransfer) state = nullptr;
 #pragma unroll
-  for (int nt = 0; nt < 16; ++nt) {
+  for (int nt = 0; nt < kKeyTiles; ++nt) {
+    const int k = k0 + 8 * nt + 2 * c;
     float2 lo = make_float2(0.f, 0.f), hi = lo;
     if (state) {
-      lo = *reinterpret_cast<const float2*>(state + (v_first + g) * kHeadSize + 8 * nt + 2 * c);
-      hi = *reinterpret_cast<const float2*>(state + (v_first + g + 8) * kHeadSize + 8 * nt + 2 * c);
+      lo = *reinterpret_cast<const float2*>(state + (v_first + g) * kHeadSize + k);
+      hi = *reinterpret_cast<const float2*>(state + (v_first + g + 8) * kHeadSize + k);
     }
     if constexpr (kPass == ChunkPass::kTransfer) {
-      const int r = v_first + g, k = 8 * nt + 2 * c;
+      const int r = v_first + g;
       lo = make_float2(r == k ? 1.f : 0.f, r == k + 1 ? 1.f : 0.f);
       hi = make_float2(r + 8 == k ? 1.f : 0.f, r + 8 == k + 1 ? 1.f : 0.f);
     }
@@ -384,27 +407,48 @@ __global__ void __launch_bounds__(kVS * 2, 1)
       w_product<kWarps>(sTw, sK, sW, tiles);
     }
 
-    float vn[8][4] = {};  // Vn^T, from U^T (zero without values)
-    if constexpr (kHasValues) u_product<kLdV>(vn, sV, 16 * warp, key.tu, tiles);
+    float vn[8][4] = {};  // Vn^T, from U^T (zero without values; U^T in the first half only)
+    if constexpr (kHasValues)
+      if (key_half == 0) u_product<kLdV>(vn, sV, 16 * row_group, key.tu, tiles);
     if constexpr (!kPrepared) __syncthreads();  // sW complete
 
     float o[8][4] = {};
-    state_products<kWritesOutput>(vn, o, M, key.w, sQ, tiles);
-    if constexpr (kWritesOutput) {
-      output_products(o, vn, key.p, key.gates.eg, args.scale, tiles);
-      store_output(o, sO, args.output, t_begin + int64_t{ci} * kChunk, h, v_first, rows);
+    state_products<kWritesOutput, kKeyTiles>(vn, o, M, key.w, sQ, tiles, k0);
+    if constexpr (kSplitK > 1) {
+      // Each half summed Vn^T and O^T over its key columns: both halves take the sum of both
+      // Vn^T partials (a + b and b + a are the same bits), the first half the O^T of both.
+      float* x = reinterpret_cast<float*>(smem + Smem::kExchange) +
+                 row_group * Smem::kExchangeFloats;
+#pragma unroll
+      for (int i = 0; i < 32; ++i) x[(key_half * 32 + i) * 32 + lane] = vn[i / 4][i % 4];
+      if (key_half == 1)
+#pragma unroll
+        for (int i = 0; i < 32; ++i) x[(64 + i) * 32 + lane] = o[i / 4][i % 4];
+      __syncthreads();
+#pragma unroll
+      for (int i = 0; i < 32; ++i) vn[i / 4][i % 4] += x[((1 - key_half) * 32 + i) * 32 + lane];
+      if (key_half == 0)
+#pragma unroll
+        for (int i = 0; i < 32; ++i) o[i / 4][i % 4] += x[(64 + i) * 32 + lane];
     }
-    state_update(M, vn, sK, key.gates.fac, *key.gates.decay, tiles);
+    if constexpr (kWritesOutput) {
+      if (key_half == 0) {
+        output_products(o, vn, key.p, key.gates.eg, args.scale, tiles);
+        store_output(o, sO, args.output, t_begin + int64_t{ci} * kChunk, h, v_first, rows);
+      }
+    }
+    state_update<kKeyTiles>(M, vn, sK, key.gates.fac, *key.gates.decay, tiles, k0);
   }
 
   // The final state (zero for an empty sequence, whatever the initial state was), or the group's
   // map; nothing for a group before the last in kFromEntry.
   if (new_state == nullptr) return;
 #pragma unroll
-  for (int nt = 0; nt < 16; ++nt) {
-    *reinterpret_cast<float2*>(new_state + (v_first + g) * kHeadSize + 8 * nt + 2 * c) =
+  for (int nt = 0; nt < kKeyTiles; ++nt) {
+    const int k = k0 + 8 * nt + 2 * c;
+    *reinterpret_cast<float2*>(new_state + (v_first + g) * kHeadSize + k) =
         make_float2(M[nt][0], M[nt][1]);
-    *reinterpret_cast<float2*>(new_state + (v_first + g + 8) * kHeadSize + 8 * nt + 2 * c) =
+    *reinterpret_cast<float2*>(new_state + (v_first + g + 8) * kHeadSize + k) =
         make_float2(M[nt][2], M[nt][3]);
   }
 }

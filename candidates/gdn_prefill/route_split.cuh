@@ -40,7 +40,7 @@ cudaError_t launch_split(const PrefillArgs& args, unsigned char* workspace, cuda
   GroupArgs group_args;
   group_args.records = workspace;
   const auto ctas = static_cast<unsigned>(args.num_seqs * kVHeads * (kHeadSize / kVS));
-  chain<<<ctas, kVS * 2, chain_bytes, stream>>>(args, group_args);
+  chain<<<ctas, kChunkThreads<kVS, true>, chain_bytes, stream>>>(args, group_args);
   return cudaGetLastError();
 }
 #endif

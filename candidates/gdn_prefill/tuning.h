@@ -6,7 +6,7 @@
 #if !defined(MIN_CTAS) || !defined(MAX_SLABS) || !defined(SPLIT_OPERANDS) || \
     !defined(SERIAL_MAX_TOKENS) || !defined(CP_MAX_GROUPS) || !defined(CP_MIN_TOKENS) || \
     !defined(SPLIT_MAX_CHAINS) || !defined(CHAIN_MAX_SLABS) || !defined(PREP_WARPS) || \
-    !defined(CHAIN_COPIES) || !defined(PREP_CTAS_PER_SM)
+    !defined(CHAIN_COPIES) || !defined(PREP_CTAS_PER_SM) || !defined(CHAIN_KSPLIT)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
 
@@ -68,6 +68,12 @@ constexpr int kPrepThreads = 32 * PREP_WARPS;
 constexpr int kChainCopies = CHAIN_COPIES;
 // Prep CTAs per SM: 2 builds Tw over Q (106 KB of shared memory instead of 124 KB).
 constexpr int kPrepCtasPerSm = PREP_CTAS_PER_SM;
+// Warps per 16 value rows in the split route's chain (candidate knob, being measured): with 2,
+// each of the pair holds half of the rows' 128 key columns of the state, so the M W^T, M Q^T
+// and state-update MMAs of a warp halve, for one exchange of the Vn^T and O^T partial sums per
+// chunk through shared memory. Only for slabs of at most 32 value columns (the exchange needs
+// shared memory a 64-column slab does not have left); 1 on wider slabs.
+constexpr int kChainKSplit = CHAIN_KSPLIT;
 
 // Up to this many sequences the chunked route orders its CTAs longest sequence first (each CTA
 // ranks the lengths itself, O(N^2 / threads) in its prologue); beyond it, index order.
@@ -82,6 +88,7 @@ static_assert(kChainMaxSlabs == 2 || kChainMaxSlabs == 4 || kChainMaxSlabs == 8,
 static_assert(PREP_WARPS == 4 || PREP_WARPS == 8, "PREP_WARPS: 4 or 8");
 static_assert(kChainCopies >= 0 && kChainCopies <= 2, "CHAIN_COPIES: 0, 1 or 2");
 static_assert(kPrepCtasPerSm == 1 || kPrepCtasPerSm == 2, "PREP_CTAS_PER_SM: 1 or 2");
+static_assert(kChainKSplit == 1 || kChainKSplit == 2, "CHAIN_KSPLIT: 1 or 2");
 static_assert(kMaxSlabs == 1 || kMaxSlabs == 2 || kMaxSlabs == 4 || kMaxSlabs == 8,
               "MAX_SLABS: 1, 2, 4 or 8");
 
