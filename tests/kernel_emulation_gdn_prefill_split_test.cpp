@@ -118,6 +118,27 @@ TEST(SplitPrefillEmulation, HandlesEmptySequencesAndAbsentState) {
   expect_split_matches<64>(test::prefill_workload("absent", 70, 2), "absent_state", 4);
 }
 
+TEST(SplitPrefillEmulation, TokensOutsideEverySequenceAndMidChunkStarts) {
+  // cu_seqlens from 5 to T - 3: the first sequence starts mid-chunk (its record slots start at
+  // 0 anyway), tokens before and after every sequence belong to none and get zero output.
+  test::PrefillCall c = test::draw_prefill_call(test::prefill_workload("outside", 150, 2), "", 7);
+  auto* cu = c.inputs.at("cu_seqlens").data<std::int64_t>();
+  ASSERT_EQ(cu[0], 0);
+  cu[0] = 5;
+  cu[2] = 147;
+  ASSERT_LT(cu[0], cu[1]);
+  ASSERT_LT(cu[1], cu[2]);
+  c.reference = run_cpu_reference(c.def, c.axes, c.inputs);
+  const OutputSet split = run_route<32, true>(c, CtaEmulator::Order::ascending);
+  const CheckResult r =
+      check_outputs(c.def, c.inputs, c.reference, split, official_options(c.def, false));
+  EXPECT_TRUE(r.passed()) << r.message << " (max abs " << r.max_absolute_error << ")";
+  const auto* out = split.at("output").data<__nv_bfloat16>();
+  for (int t : {0, 4, 147, 149})
+    for (int i = 0; i < gp::kVHeads * gp::kHeadSize; i += 37)
+      EXPECT_EQ(__bfloat162float(out[t * gp::kVHeads * gp::kHeadSize + i]), 0.0f) << "token " << t;
+}
+
 TEST(SplitPrefillEmulation, EitherThreadOrderGivesTheSameBits) {
   const test::PrefillCall c = test::draw_prefill_call(test::prefill_workload("orders", 80, 2), "", 5);
   const OutputSet up = run_route<32, true>(c, CtaEmulator::Order::ascending);

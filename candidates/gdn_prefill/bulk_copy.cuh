@@ -54,6 +54,14 @@ __device__ __forceinline__ void barrier_wait(uint64_t* barrier, uint32_t parity)
 #endif
 }
 
+/// Orders this thread's earlier generic-proxy accesses of shared memory (the ldmatrix reads of a
+/// buffer, after the CTA barrier that ends them) before its later bulk copies into it.
+__device__ __forceinline__ void fence_proxy_async() {
+#if defined(__CUDACC__)
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
 /// `bytes` (a multiple of 16; both addresses 16-byte aligned) from global to this CTA's shared
 /// memory; the landed bytes count down `barrier`'s transaction count.
 __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, uint32_t bytes,

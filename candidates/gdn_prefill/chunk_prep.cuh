@@ -109,9 +109,22 @@ __global__ void __launch_bounds__(kPrepThreads, kPrepCtasPerSm)
   w_product<kWarps>(sTw, sK, sW, tiles);
   __syncthreads();
 
-  uint4* out = reinterpret_cast<uint4*>(records + (slot * kVHeads + h) * ChunkRecord::kBytes);
-  for (int i = threadIdx.x; i < ChunkRecord::kBytes / 16; i += kPrepThreads)
-    out[i] = reinterpret_cast<const uint4*>(sRecord)[i];
+  // Out go the parts the chain reads, up to the last 16-row tile (the lo parts only where the
+  // split-operand level uses them), not the whole 55 KB image.
+  unsigned char* out = records + (slot * kVHeads + h) * ChunkRecord::kBytes;
+  constexpr int kTileC = kChunk * kLdC * 2;
+  const int rows16 = 16 * tiles, part_rows = rows16 * kLdC * 2;
+  auto part = [&](int offset, int bytes) {
+    for (int i = threadIdx.x; i < bytes / 16; i += kPrepThreads)
+      reinterpret_cast<uint4*>(out + offset)[i] =
+          reinterpret_cast<const uint4*>(sRecord + offset)[i];
+  };
+  part(ChunkRecord::kW, rows16 * kLdD * 2);
+  part(ChunkRecord::kTu, part_rows);
+  if constexpr (kSplitState) part(ChunkRecord::kTu + kTileC, part_rows);
+  part(ChunkRecord::kP, part_rows);
+  if constexpr (kSplitOutput) part(ChunkRecord::kP + kTileC, part_rows);
+  part(ChunkRecord::kGates, ChunkRecord::kBytes - ChunkRecord::kGates);
 }
 
 }  // namespace khk::gdn_prefill

@@ -299,6 +299,7 @@ __global__ void __launch_bounds__(kChunkThreads<kVS, kPrepared>, 1)
                                (kWritesOutput ? part_rows * (kSplitOutput ? 2 : 1) : 0) +
                                (ChunkRecord::kBytes - ChunkRecord::kGates);
         if (lane == 0) barrier_arrive_expect(bar, bytes);
+        fence_proxy_async();  // the buffer's last ldmatrix reads before the bulk writes
         __syncwarp();
         if constexpr (kChainCopies == 2) {
           for (int r = lane; r < rows; r += 32) {

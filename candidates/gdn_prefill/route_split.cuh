@@ -6,7 +6,8 @@
 //      sequence as the chunked route does, but loads each chunk's record with its K, Q and V and
 //      runs only U^T, Vn^T, the output and the state update.
 // The records hold exactly the tiles the fused kernel computes in shared memory, so both routes
-// give the same bits. With the key work gone, the chain repeats nothing per value slab, so long
+// give the same bits (unless CHAIN_KSPLIT splits the key columns, which sums them in another
+// order). With the key work gone, the chain repeats nothing per value slab, so long
 // sequences can be spread over more, narrower slabs than the chunked route affords.
 #pragma once
 
