@@ -15,6 +15,7 @@
 
 #include "gdn_prefill_emulation.h"
 #include "kh/check/checker.h"
+#include "chunk_prep.cuh"
 #include "route_chunked.cuh"
 #include "route_context_parallel.cuh"
 
@@ -25,6 +26,8 @@ constexpr int kLargestChunkSmem = std::max({ChunkSmem<16>::kBytes, ChunkSmem<32>
                                             kScanSmemBytes});
 alignas(16) unsigned char smem[kLargestChunkSmem];
 }  // namespace khk::gdn_prefill
+
+#include "gdn_prefill_cp_emulation.h"  // after the kernels' shared memory
 
 namespace kh {
 namespace {
@@ -67,39 +70,7 @@ TEST(ChunkedPrefillEmulation, MatchesTheReferenceUnderTheVariants) {
     expect_matches_reference<32>(test::prefill_workload("variants", 40, 2), v, 3);
 }
 
-/// The context-parallel route's four launches in order, `groups` groups per sequence. In place:
-/// new_state is the state itself, and each launch runs its CTAs last first (the device promises
-/// no order), so the last group ends before group 0 begins.
-template <int kVS>
-OutputSet run_context_parallel(const test::PrefillCall& c, int groups, CtaEmulator::Order order,
-                               bool in_place = false) {
-  OutputSet out = test::poisoned_outputs(c);
-  InputSet inputs = c.inputs.clone();
-  gp::PrefillArgs args = test::prefill_args(inputs, out);
-  if (in_place) args.new_state = inputs.at("state").data<float>();
-  std::vector<float> workspace(
-      static_cast<std::size_t>(gp::context_parallel_workspace_floats(args.num_seqs, groups)),
-      std::nanf(""));
-  const std::int64_t maps = args.num_seqs * gp::kVHeads * groups * gp::kStateFloats;
-  const gp::GroupArgs ga{groups, workspace.data(), workspace.data() + maps,
-                         workspace.data() + 2 * maps};
-  const std::int64_t ctas = args.num_seqs * gp::kVHeads * (gp::kHeadSize / kVS) * groups;
-  const std::int64_t scan_ctas = args.num_seqs * gp::kVHeads * (gp::kHeadSize / gp::kScanRows);
-  const auto grid = [&](CtaEmulator& emulator, std::int64_t n, auto&& kernel) {
-    for (std::int64_t i = 0; i < n; ++i)
-      emulator.run([&](test::EmulatedCta&) { kernel(); }, in_place ? n - 1 - i : i);
-  };
-  CtaEmulator chunks(kVS * 2, gp::ChunkSmem<kVS>::kBytes, order, gp::smem);
-  CtaEmulator scan(gp::kScanThreads, gp::kScanSmemBytes, order, gp::smem);
-  grid(chunks, ctas, [&] { gp::chunked_prefill_kernel<kVS, gp::ChunkPass::kTransfer>(args, ga); });
-  grid(chunks, ctas, [&] { gp::chunked_prefill_kernel<kVS, gp::ChunkPass::kLocal>(args, ga); });
-  grid(scan, scan_ctas, [&] { gp::context_parallel_scan_kernel(args, ga); });
-  grid(chunks, ctas, [&] { gp::chunked_prefill_kernel<kVS, gp::ChunkPass::kFromEntry>(args, ga); });
-  if (in_place)
-    std::memcpy(out.at("new_state").bytes(), inputs.at("state").bytes(),
-                inputs.at("state").nbytes());
-  return out;
-}
+using test::run_context_parallel;
 
 template <int kVS = 64>
 void expect_context_parallel_matches(const Workload& w, int groups, const std::string& variant,

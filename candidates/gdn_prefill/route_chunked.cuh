@@ -70,13 +70,24 @@ struct KeyTiles {
   ChunkGates gates;
 };
 
-/// Warps per 16 value rows of a chunked-kernel CTA: kChainKSplit in the kPrepared form of slabs
-/// of at most 32 value columns (each warp of a pair holds half of the rows' key columns), else 1.
-template <int kVS, bool kPrepared>
-constexpr int kKeySplit = kPrepared && kVS <= 32 ? kChainKSplit : 1;
+/// What one launch of the chunked kernel computes. kFused: the whole call, one CTA per (sequence,
+/// head, slab). The context-parallel passes (route_context_parallel.cuh) cut each sequence into
+/// `groups` runs of whole chunks, one CTA per (sequence, head, slab, group), and use the
+/// workspace of GroupArgs; with S_out = S_in A_g + B_g the state map of group g:
+///   kTransfer   A_g: the chunks run from the identity with zero values, no output
+///   kLocal      B_g: the chunks run from zero with their values, no output
+///   kFromEntry  the outputs from the group's entry state (entry[g] from the scan, which holds
+///               the initial state for group 0); the last group writes new_state
+enum class ChunkPass { kFused, kTransfer, kLocal, kFromEntry };
+
+/// Warps per 16 value rows of a chunked-kernel CTA: kChainKSplit in the kPrepared form's fused
+/// pass on slabs of at most 32 value columns (each warp of a pair holds half of the rows' key
+/// columns), else 1.
+template <int kVS, bool kPrepared, ChunkPass kPass = ChunkPass::kFused>
+constexpr int kKeySplit = kPrepared && kPass == ChunkPass::kFused && kVS <= 32 ? kChainKSplit : 1;
 /// Threads of one chunked-kernel CTA.
-template <int kVS, bool kPrepared>
-constexpr int kChunkThreads = kVS * 2 * kKeySplit<kVS, kPrepared>;
+template <int kVS, bool kPrepared, ChunkPass kPass = ChunkPass::kFused>
+constexpr int kChunkThreads = kVS * 2 * kKeySplit<kVS, kPrepared, kPass>;
 
 /// Shared memory of one CTA of the kPrepared form: K, Q, V and the chunk's record
 /// (chunk_record.cuh), each double-buffered, then the output staging, the sequence bounds, the
@@ -103,15 +114,6 @@ struct ChainSmem {
   static_assert(kBytes <= 227 * 1024, "one chain CTA fits an SM's shared memory");
 };
 
-/// What one launch of the chunked kernel computes. kFused: the whole call, one CTA per (sequence,
-/// head, slab). The context-parallel passes (route_context_parallel.cuh) cut each sequence into
-/// `groups` runs of whole chunks, one CTA per (sequence, head, slab, group), and use the
-/// workspace of GroupArgs; with S_out = S_in A_g + B_g the state map of group g:
-///   kTransfer   A_g: the chunks run from the identity with zero values, no output
-///   kLocal      B_g: the chunks run from zero with their values, no output
-///   kFromEntry  the outputs from the group's entry state (entry[g] from the scan, which holds
-///               the initial state for group 0); the last group writes new_state
-enum class ChunkPass { kFused, kTransfer, kLocal, kFromEntry };
 
 /// The context-parallel passes' workspace: per (sequence * 8 + head) and group one 128 x 128
 /// fp32 matrix [v][k] in each array. `records`: the split route's chunk records (kPrepared).
@@ -126,17 +128,18 @@ struct GroupArgs {
 /// kPrepared: the split route's chain. The chunk's key-only tiles come from its record, loaded
 /// with K, Q and V, instead of being computed here; at most 64 value columns per slab.
 template <int kVS, ChunkPass kPass = ChunkPass::kFused, bool kPrepared = false>
-__global__ void __launch_bounds__(kChunkThreads<kVS, kPrepared>, 1)
+__global__ void __launch_bounds__(kChunkThreads<kVS, kPrepared, kPass>, 1)
     chunked_prefill_kernel(PrefillArgs args, GroupArgs group_args = {}) {
   using Smem = std::conditional_t<kPrepared, ChainSmem<kVS>, ChunkSmem<kVS>>;
   static_assert(!kPrepared || kVS <= 64, "the kPrepared form holds at most 64 value columns");
-  constexpr int kSplitK = kKeySplit<kVS, kPrepared>;
-  static_assert(kSplitK == 1 || kPass == ChunkPass::kFused, "the key split is the chain's");
+  constexpr int kSplitK = kKeySplit<kVS, kPrepared, kPass>;
   constexpr int kRowGroups = kVS / 16, kKeyTiles = 16 / kSplitK;  // M's 8-column key tiles
   constexpr bool kGrouped = kPass != ChunkPass::kFused;
   constexpr bool kWritesOutput = kPass == ChunkPass::kFused || kPass == ChunkPass::kFromEntry;
   constexpr bool kHasValues = kPass != ChunkPass::kTransfer;
-  constexpr int kWarps = Smem::kWarps, kThreads = 32 * kWarps, kSlabs = kHeadSize / kVS;
+  // (Smem::kWarps is the most warps the layout holds: a kPrepared pass other than the fused one
+  // runs without the key split, on fewer.)
+  constexpr int kWarps = kVS / 16 * kSplitK, kThreads = 32 * kWarps, kSlabs = kHeadSize / kVS;
   constexpr int kLdV = Smem::kLdV;
   extern __shared__ __align__(16) unsigned char smem[];
   __nv_bfloat16* sK0 = reinterpret_cast<__nv_bfloat16*>(smem + Smem::kK);

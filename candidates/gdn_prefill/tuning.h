@@ -6,7 +6,8 @@
 #if !defined(MIN_CTAS) || !defined(MAX_SLABS) || !defined(SPLIT_OPERANDS) || \
     !defined(SERIAL_MAX_TOKENS) || !defined(CP_MAX_GROUPS) || !defined(CP_MIN_TOKENS) || \
     !defined(SPLIT_MAX_CHAINS) || !defined(CHAIN_MAX_SLABS) || !defined(PREP_WARPS) || \
-    !defined(CHAIN_COPIES) || !defined(PREP_CTAS_PER_SM) || !defined(CHAIN_KSPLIT)
+    !defined(CHAIN_COPIES) || !defined(PREP_CTAS_PER_SM) || !defined(CHAIN_KSPLIT) || \
+    !defined(SPLIT_CP)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
 
@@ -74,6 +75,13 @@ constexpr int kPrepCtasPerSm = PREP_CTAS_PER_SM;
 // chunk through shared memory. Only for slabs of at most 32 value columns (the exchange needs
 // shared memory a 64-column slab does not have left); 1 on wider slabs.
 constexpr int kChainKSplit = CHAIN_KSPLIT;
+// The split route in context-parallel groups (candidate knob, being measured): its kTransfer and
+// kLocal passes run the prepared chain without values or output (only -W, Tu and the gates of a
+// record), so three passes of it cost less than three of the chunked route's. Taken (1; 0:
+// never) where the chain at kSplitCpSlabs slabs per head leaves at least half of kMinCtas idle,
+// the sequences average at least kCpMinTokensPerSeq tokens, in up to kCpMaxGroups groups.
+constexpr bool kSplitCp = SPLIT_CP != 0;
+constexpr int kSplitCpSlabs = 2;  // 64-column slabs: the fewest CTAs per group the chain allows
 
 // Up to this many sequences the chunked route orders its CTAs longest sequence first (each CTA
 // ranks the lengths itself, O(N^2 / threads) in its prologue); beyond it, index order.
