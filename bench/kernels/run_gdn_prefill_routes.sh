@@ -16,16 +16,5 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader >
 P=${P:-kernels/gdn_prefill}
 timeout 420 $KH sweep ${BASE:-} $P $P@SERIAL_MAX_TOKENS=1000000000 $P@CP_MAX_GROUPS=0 $P@SERIAL_LANES=16 $P@SERIAL_ROUND=1 --backend cuda --timing cupti --trials 1 --cache $C --store $S --call-timeout 60 --json > /tmp/sweep12.json 2> $O/sweep.log
 echo "sweep rc=$? $(( $(date +%s) - t0 ))s"; tail -c 300 $O/sweep.log
-$KH history --store $S --json > /tmp/history12.json 2>/dev/null
-python3 - $KH $S $O <<'PY'
-import json, subprocess, sys
-kh, store, out = sys.argv[1:4]
-res = {}
-for c in json.load(open('/tmp/history12.json')):
-    show = json.loads(subprocess.run([kh, 'show', c['hash'], '--store', store, '--json'], capture_output=True, text=True).stdout)
-    res[c['hash'][:12]] = {'params': c.get('params', {}), 'results': [{'workload': r['workload'], 'status': r['status'], 'latency_seconds': r.get('latency_seconds')} for r in show['results']]}
-json.dump(res, open(out + '/sweep12_results.json', 'w'))
-for h, v in res.items():
-    print(h, sum(r['status'] == 'PASSED' for r in v['results']), json.dumps(v['params']))
-PY
+bench/kernels/sweep_results.py $KH $S $O/sweep12_results.json
 echo "done $(( $(date +%s) - t0 ))s"

@@ -20,16 +20,5 @@ cp /tmp/correctness/summary.txt $O/correctness_summary.txt
 echo "correctness $(( $(date +%s) - t0 ))s"; cat $O/correctness_summary.txt
 timeout ${SWEEP_TIMEOUT:-380} $KH sweep ${BASE:-} $P $P@SPLIT_MAX_CHAINS=0 $P@CHAIN_MAX_SLABS=8 $P@PREP_WARPS=4 --backend cuda --timing cupti --trials 1 --cache $C --store $S --call-timeout 60 --json > /tmp/sweep_split.json 2> $O/sweep.log
 echo "sweep rc=$? $(( $(date +%s) - t0 ))s"; tail -c 300 $O/sweep.log
-$KH history --store $S --json > /tmp/history_split.json 2>/dev/null
-python3 - $KH $S $O <<'PY'
-import json, subprocess, sys
-kh, store, out = sys.argv[1:4]
-res = {}
-for c in json.load(open('/tmp/history_split.json')):
-    show = json.loads(subprocess.run([kh, 'show', c['hash'], '--store', store, '--json'], capture_output=True, text=True).stdout)
-    res[c['hash'][:12]] = {'params': c.get('params', {}), 'results': [{'workload': r['workload'], 'status': r['status'], 'latency_seconds': r.get('latency_seconds')} for r in show['results']]}
-json.dump(res, open(out + '/sweep_results.json', 'w'))
-for h, v in res.items():
-    print(h, sum(r['status'] == 'PASSED' for r in v['results']), json.dumps(v['params']))
-PY
+bench/kernels/sweep_results.py $KH $S $O/sweep_results.json
 echo "done $(( $(date +%s) - t0 ))s"
