@@ -16,20 +16,26 @@ import argparse
 import datetime
 import json
 import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+import summarize_gdn_prefill  # noqa: E402  (the issues' regimes: one definition)
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 WORKLOADS = os.path.join(ROOT, "workloads/gdn/gdn_prefill_qk4_v8_d128_k_last.jsonl")
 
 
 def regimes_of(axes):
-    t, n = axes["total_seq_len"], axes["num_seqs"]
-    if t <= 256:
+    """summarize_gdn_prefill's regimes, with 257-8191 also split into the few long sequences and
+    the others (so that the two add up)."""
+    small, mid, few_long, large = summarize_gdn_prefill.REGIMES
+    issue = summarize_gdn_prefill.regimes_of(axes)
+    if small in issue:
         return ["<=256 tokens"]
-    if t == 8192:
+    if large in issue:
         return ["8192 tokens"]
-    long_few = n <= 2 and t >= 1024
-    first = "<=2 sequences, >=1024 tokens" if long_few else "257-8191 tokens, other"
-    return [first, "257-8191 tokens, all (issue 11)"] if t < 8192 else [first]
+    first = "<=2 sequences, >=1024 tokens" if few_long in issue else "257-8191 tokens, other"
+    return [first, "257-8191 tokens, all (issue 11)"]
 
 
 def main():
