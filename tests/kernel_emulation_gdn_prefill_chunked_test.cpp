@@ -23,11 +23,11 @@ namespace khk::gdn_prefill {
 // The kernel's `extern __shared__` array: one buffer, as the emulator runs one CTA at a time.
 constexpr int kLargestChunkSmem = std::max({ChunkSmem<16>::kBytes, ChunkSmem<32>::kBytes,
                                             ChunkSmem<64>::kBytes, ChunkSmem<128>::kBytes,
-                                            kScanSmemBytes});
+                                            PrepSmem::kBytes, kScanSmemBytes});
 alignas(16) unsigned char smem[kLargestChunkSmem];
 }  // namespace khk::gdn_prefill
 
-#include "gdn_prefill_cp_emulation.h"  // after the kernels' shared memory
+#include "gdn_prefill_route_emulation.h"  // after the kernels' shared memory
 
 namespace kh {
 namespace {
@@ -35,17 +35,7 @@ namespace {
 namespace gp = khk::gdn_prefill;
 using test::CtaEmulator;
 
-/// Every CTA of the chunked route at value slabs of kVS columns, in grid order.
-template <int kVS>
-OutputSet run_chunked(const test::PrefillCall& c, CtaEmulator::Order order) {
-  OutputSet out = test::poisoned_outputs(c);
-  const gp::PrefillArgs args = test::prefill_args(c.inputs, out);
-  CtaEmulator emulator(kVS * 2, gp::ChunkSmem<kVS>::kBytes, order, gp::smem);
-  const std::int64_t ctas = args.num_seqs * gp::kVHeads * (gp::kHeadSize / kVS);
-  for (std::int64_t cta = 0; cta < ctas; ++cta)
-    emulator.run([&](test::EmulatedCta&) { gp::chunked_prefill_kernel<kVS>(args); }, cta);
-  return out;
-}
+using test::run_chunked;
 
 template <int kVS>
 void expect_matches_reference(const Workload& w, const std::string& variant = "",

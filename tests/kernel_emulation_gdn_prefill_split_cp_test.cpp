@@ -1,6 +1,6 @@
 // The split route in context-parallel groups (candidates/gdn_prefill, knob SPLIT_CP): the prep
 // kernel, then the context-parallel passes on the prepared chain, run by the CTA emulator
-// (tests/gdn_prefill_cp_emulation.h). The passes run the same stages on the same operands as the
+// (tests/gdn_prefill_route_emulation.h). The passes run the same stages on the same operands as the
 // chunked kernel's, so they must give the context-parallel route's bits, and match the
 // reference, across groups, empty sequences and an in-place state update in any CTA order.
 #include "cuda_on_host.h"  // first: the builtins the kernel body uses
@@ -22,7 +22,7 @@ constexpr int kLargestSmem = std::max({ChunkSmem<64>::kBytes, ChainSmem<64>::kBy
 alignas(16) unsigned char smem[kLargestSmem];
 }  // namespace khk::gdn_prefill
 
-#include "gdn_prefill_cp_emulation.h"  // after the kernels' shared memory
+#include "gdn_prefill_route_emulation.h"  // after the kernels' shared memory
 
 namespace kh {
 namespace {

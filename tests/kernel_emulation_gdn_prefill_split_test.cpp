@@ -20,6 +20,7 @@
 #include "gdn_prefill_emulation.h"
 #include "kh/check/checker.h"
 #include "route_chunked.cuh"
+#include "route_context_parallel.cuh"
 
 namespace khk::gdn_prefill {
 // The kernels' `extern __shared__` array: one buffer, as the emulator runs one CTA at a time.
@@ -29,6 +30,8 @@ constexpr int kLargestSmem =
               PrepSmem::kBytes});
 alignas(16) unsigned char smem[kLargestSmem];
 }  // namespace khk::gdn_prefill
+
+#include "gdn_prefill_route_emulation.h"  // after the kernels' shared memory
 
 namespace kh {
 namespace {
@@ -59,21 +62,12 @@ constexpr bool chain_gives_chunked_bits() {
 /// `plant` (>= 0) flips one element of that record's -W before the chain reads it.
 template <int kVS, bool kPrepared>
 OutputSet run_route(const test::PrefillCall& c, CtaEmulator::Order order, long plant = -1) {
-  OutputSet out = test::poisoned_outputs(c);
-  const gp::PrefillArgs args = test::prefill_args(c.inputs, out);
-  const std::int64_t ctas = args.num_seqs * gp::kVHeads * (gp::kHeadSize / kVS);
   if constexpr (!kPrepared) {
-    CtaEmulator emulator(kVS * 2, gp::ChunkSmem<kVS>::kBytes, order, gp::smem);
-    for (std::int64_t cta = 0; cta < ctas; ++cta)
-      emulator.run([&](test::EmulatedCta&) { gp::chunked_prefill_kernel<kVS>(args); }, cta);
+    return test::run_chunked<kVS>(c, order);
   } else {
-    // The workspace starts as NaN: a record part the chain reads but the prep never wrote shows.
-    std::vector<unsigned char> records(
-        gp::record_workspace_bytes(args.total_tokens, args.num_seqs), 0xff);
-    CtaEmulator prep(gp::kPrepThreads, gp::PrepSmem::kBytes, order, gp::smem);
-    const std::int64_t slots = gp::record_slots(args.total_tokens, args.num_seqs) * gp::kVHeads;
-    for (std::int64_t cta = 0; cta < slots; ++cta)
-      prep.run([&](test::EmulatedCta&) { gp::chunk_prep_kernel(args, records.data()); }, cta);
+    OutputSet out = test::poisoned_outputs(c);
+    const gp::PrefillArgs args = test::prefill_args(c.inputs, out);
+    std::vector<unsigned char> records = test::run_prep(args, order);
     if (plant >= 0) {
       auto* w = reinterpret_cast<__nv_bfloat16*>(records.data() + plant * gp::ChunkRecord::kBytes +
                                                  gp::ChunkRecord::kW);
@@ -82,12 +76,13 @@ OutputSet run_route(const test::PrefillCall& c, CtaEmulator::Order order, long p
     gp::GroupArgs ga;
     ga.records = records.data();
     CtaEmulator chain(chain_threads<kVS>(), gp::ChainSmem<kVS>::kBytes, order, gp::smem);
+    const std::int64_t ctas = args.num_seqs * gp::kVHeads * (gp::kHeadSize / kVS);
     for (std::int64_t cta = 0; cta < ctas; ++cta)
       chain.run([&](test::EmulatedCta&) {
         gp::chunked_prefill_kernel<kVS, gp::ChunkPass::kFused, true>(args, ga);
       }, cta);
+    return out;
   }
-  return out;
 }
 
 template <int kVS>

@@ -1,17 +1,49 @@
-// The context-parallel passes of GDN prefill (kernels/gdn_prefill/route_context_parallel.cuh) run
-// by the CTA emulator, on the chunked kernel (kPrepared false) or on the split route's prepared
-// chain over chunk records (true), for the emulation tests of both. Include after the kernel
+// GDN prefill's chunked routes run by the CTA emulator, for their emulation tests: the chunked
+// route (route_chunked.cuh), the split route's prep kernel (chunk_prep.cuh), and the
+// context-parallel passes (route_context_parallel.cuh) on the chunked kernel (kPrepared false)
+// or on the split route's prepared chain over chunk records (true). Include after the kernel
 // headers and after defining the kernels' `extern __shared__` array khk::gdn_prefill::smem.
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "cta_emulator.h"
 #include "gdn_prefill_emulation.h"
 
 namespace kh::test {
+
+/// Every CTA of the chunked route at value slabs of kVS columns, in grid order.
+template <int kVS>
+OutputSet run_chunked(const PrefillCall& c, CtaEmulator::Order order) {
+  namespace gp = khk::gdn_prefill;
+  OutputSet out = poisoned_outputs(c);
+  const gp::PrefillArgs args = prefill_args(c.inputs, out);
+  CtaEmulator emulator(kVS * 2, gp::ChunkSmem<kVS>::kBytes, order, gp::smem);
+  const std::int64_t ctas = args.num_seqs * gp::kVHeads * (gp::kHeadSize / kVS);
+  for (std::int64_t cta = 0; cta < ctas; ++cta)
+    emulator.run([&](EmulatedCta&) { gp::chunked_prefill_kernel<kVS>(args); }, cta);
+  return out;
+}
+
+/// The prep kernel's records of a call: every (slot, head) CTA, in grid order (last first with
+/// `reversed`). The workspace starts as NaN, so a record part a reader uses but the prep never
+/// wrote shows.
+inline std::vector<unsigned char> run_prep(const khk::gdn_prefill::PrefillArgs& args,
+                                           CtaEmulator::Order order, bool reversed = false) {
+  namespace gp = khk::gdn_prefill;
+  std::vector<unsigned char> records(gp::record_workspace_bytes(args.total_tokens, args.num_seqs),
+                                     0xff);
+  CtaEmulator prep(gp::kPrepThreads, gp::PrepSmem::kBytes, order, gp::smem);
+  const std::int64_t n = gp::record_slots(args.total_tokens, args.num_seqs) * gp::kVHeads;
+  for (std::int64_t i = 0; i < n; ++i)
+    prep.run([&](EmulatedCta&) { gp::chunk_prep_kernel(args, records.data()); },
+             reversed ? n - 1 - i : i);
+  return records;
+}
 
 /// The route's four launches in order, `groups` groups per sequence (after the prep kernel into
 /// `records` when kPrepared). In place: new_state is the state itself, and each launch runs its
@@ -32,12 +64,7 @@ OutputSet run_context_parallel(const PrefillCall& c, int groups, CtaEmulator::Or
     for (std::int64_t i = 0; i < n; ++i)
       emulator.run([&](EmulatedCta&) { kernel(); }, in_place ? n - 1 - i : i);
   };
-  if constexpr (kPrepared) {
-    records.assign(gp::record_workspace_bytes(args.total_tokens, args.num_seqs), 0xff);
-    CtaEmulator prep(gp::kPrepThreads, gp::PrepSmem::kBytes, order, gp::smem);
-    grid(prep, gp::record_slots(args.total_tokens, args.num_seqs) * gp::kVHeads,
-         [&] { gp::chunk_prep_kernel(args, records.data()); });
-  }
+  if constexpr (kPrepared) records = run_prep(args, order, in_place);
   const std::int64_t maps = args.num_seqs * gp::kVHeads * groups * gp::kStateFloats;
   const gp::GroupArgs ga{groups, workspace.data(), workspace.data() + maps,
                          workspace.data() + 2 * maps, kPrepared ? records.data() : nullptr};
