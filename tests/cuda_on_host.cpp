@@ -5,6 +5,8 @@
 // rounded once: at least as accurate as the tensor cores, which is what a check against a
 // reference needs.
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "cta_emulator.h"
@@ -55,6 +57,13 @@ void accumulate(float (&d)[4], const float (&A)[16][K], const float (&B)[K][8], 
 
 void ldmatrix_x4(uint32_t (&r)[4], const void* row, bool trans) {
   EmulatedCta& cta = EmulatedCta::current();
+  // The GPU faults (misaligned address) on a row that is not 16-byte aligned; the emulated
+  // shared memory is 16-byte aligned, so a misaligned row here is a layout bug in the kernel.
+  if (reinterpret_cast<uintptr_t>(row) % 16 != 0) {
+    std::fprintf(stderr, "ldmatrix: lane %d's row address %p is not 16-byte aligned\n", cta.lane(),
+                 row);
+    std::abort();
+  }
   cta.publish(row);
   const int lane = cta.lane(), g = lane / 4, c = lane % 4;
   for (int m = 0; m < 4; ++m) {

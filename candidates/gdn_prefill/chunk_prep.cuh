@@ -29,11 +29,12 @@ struct PrepSmem {
   static constexpr int kK = kX + kChunk * kLdF * 4;
   static constexpr int kQ = kK + kTileD;
   static constexpr int kCu = kQ + kTileD;              // cu_seqlens, then (sequence, chunk)
-  static constexpr int kEnd = kCu + 8 * (kRankMaxSeqs + 1) + 16;
+  static constexpr int kEnd = (kCu + 8 * (kRankMaxSeqs + 1) + 16 + 15) / 16 * 16;  // Tw's rows: 16 B
   static constexpr int kTw = kPrepCtasPerSm == 2 ? kQ : kEnd;
   static constexpr int kBytes = kPrepCtasPerSm == 2 ? kEnd : kEnd + 2 * kChunk * kLdC * 2;
   static_assert(kChunk * kLdF * 4 == kTileD, "L is built where the record keeps W");
   static_assert(kTw + 2 * kChunk * kLdC * 2 <= kBytes, "Tw fits");
+  static_assert(kTw % 16 == 0, "ldmatrix reads Tw's rows at 16-byte boundaries");
   static_assert(kPrepCtasPerSm == 1 || 2 * (kBytes + 1024) <= 228 * 1024, "two prep CTAs fit");
 };
 

@@ -62,24 +62,29 @@ constexpr bool kSplitOutput = kSplitOperands == SplitOperands::all;
 constexpr long long kSplitMaxChains = SPLIT_MAX_CHAINS;
 constexpr int kChainMaxSlabs = CHAIN_MAX_SLABS;
 constexpr int kPrepThreads = 32 * PREP_WARPS;
-// How the split route's chain loads a chunk (candidate knobs, being measured): 0 every piece as
-// 16-byte cp.async from every thread; 1 the record as one bulk copy per part from warp 0, the
-// K, Q and V rows as before; 2 the rows as bulk copies too (1.26-1.53x slower together with a
-// two-CTA prep on one H200: bench/results/2026-12-02_gdn_prefill_bulk_chain_h200.json).
+// How the split route's chain loads a chunk: 0 every piece as 16-byte cp.async from every
+// thread; 1 the record as one bulk copy per part from warp 0, the K, Q and V rows as before;
+// 2 the rows as bulk copies too. The chain is bound by instruction issue, and 1 takes most of
+// the copy instructions off it: 3 % faster than 0 on the few long sequences and 7 % on the other
+// 257-8191-token workloads, one H200 (bench/results/2026-12-02_gdn_prefill_chain_knobs_h200.json);
+// 2 was 1.26-1.53x slower (bench/results/2026-12-02_gdn_prefill_bulk_chain_h200.json).
 constexpr int kChainCopies = CHAIN_COPIES;
 // Prep CTAs per SM: 2 builds Tw over Q (106 KB of shared memory instead of 124 KB).
 constexpr int kPrepCtasPerSm = PREP_CTAS_PER_SM;
-// Warps per 16 value rows in the split route's chain (candidate knob, being measured): with 2,
+// Warps per 16 value rows in the split route's chain: with 2,
 // each of the pair holds half of the rows' 128 key columns of the state, so the M W^T, M Q^T
 // and state-update MMAs of a warp halve, for one exchange of the Vn^T and O^T partial sums per
 // chunk through shared memory. Only for slabs of at most 32 value columns (the exchange needs
-// shared memory a 64-column slab does not have left); 1 on wider slabs.
+// shared memory a 64-column slab does not have left); 1 on wider slabs. 2 measured 1.34x faster
+// on the few long sequences and 1.27x on the other 257-8191-token workloads (same file).
 constexpr int kChainKSplit = CHAIN_KSPLIT;
-// The split route in context-parallel groups (candidate knob, being measured): its kTransfer and
+// The split route in context-parallel groups: its kTransfer and
 // kLocal passes run the prepared chain without values or output (only -W, Tu and the gates of a
 // record), so three passes of it cost less than three of the chunked route's. Taken (1; 0:
 // never) where the chain at kSplitCpSlabs slabs per head leaves at least half of kMinCtas idle,
-// the sequences average at least kCpMinTokensPerSeq tokens, in up to kCpMaxGroups groups.
+// the sequences average at least kCpMinTokensPerSeq tokens, in up to kCpMaxGroups groups. Off
+// (0): with the key split its three passes measured 1.28x slower than the one chain on the few
+// long sequences (same file).
 constexpr bool kSplitCp = SPLIT_CP != 0;
 constexpr int kSplitCpSlabs = 2;  // 64-column slabs: the fewest CTAs per group the chain allows
 
