@@ -1,4 +1,4 @@
-// The split route in context-parallel groups (candidates/gdn_prefill, knob SPLIT_CP): the prep
+// The split route in context-parallel groups (kernels/gdn_prefill, knob SPLIT_CP=1): the prep
 // kernel, then the context-parallel passes on the prepared chain, run by the CTA emulator
 // (tests/gdn_prefill_route_emulation.h). The passes run the same stages on the same operands as the
 // chunked kernel's, so they must give the context-parallel route's bits, and match the

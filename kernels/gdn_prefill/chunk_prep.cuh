@@ -19,22 +19,28 @@
 namespace khk::gdn_prefill {
 
 /// Shared memory of one prep CTA: the record being built first (L, then -W, where the record
-/// keeps W; Tu; P; the gates), then X, Tw, K, Q and the sequence bounds.
+/// keeps W; Tu; P; the gates), then X, K, Q and the sequence bounds, and Tw (hi, lo): after them
+/// with kPrepCtasPerSm 1, over Q and the bounds with 2 (nothing reads those once P is done), so
+/// that the CTA needs 106 KB instead of 124 and two share an SM.
 struct PrepSmem {
   static constexpr int kTileD = kChunk * kLdD * 2;
   static constexpr int kRecord = 0;
   static constexpr int kX = kRecord + ChunkRecord::kBytes;
-  static constexpr int kTw = kX + kChunk * kLdF * 4;  // hi, lo
-  static constexpr int kK = kTw + 2 * kChunk * kLdC * 2;
+  static constexpr int kK = kX + kChunk * kLdF * 4;
   static constexpr int kQ = kK + kTileD;
   static constexpr int kCu = kQ + kTileD;              // cu_seqlens, then (sequence, chunk)
-  static constexpr int kBytes = kCu + 8 * (kRankMaxSeqs + 1) + 16;
+  static constexpr int kEnd = (kCu + 8 * (kRankMaxSeqs + 1) + 16 + 15) / 16 * 16;  // Tw's rows: 16 B
+  static constexpr int kTw = kPrepCtasPerSm == 2 ? kQ : kEnd;
+  static constexpr int kBytes = kPrepCtasPerSm == 2 ? kEnd : kEnd + 2 * kChunk * kLdC * 2;
   static_assert(kChunk * kLdF * 4 == kTileD, "L is built where the record keeps W");
+  static_assert(kTw + 2 * kChunk * kLdC * 2 <= kBytes, "Tw fits");
+  static_assert(kTw % 16 == 0, "ldmatrix reads Tw's rows at 16-byte boundaries");
+  static_assert(kPrepCtasPerSm == 1 || 2 * (kBytes + 1024) <= 228 * 1024, "two prep CTAs fit");
 };
 
 /// One CTA per (record slot, value head), heads of a slot adjacent (two share their K and Q in
 /// L2). Slots that hold no chunk (chunk_record.cuh) exit at once. At most kRankMaxSeqs sequences.
-__global__ void __launch_bounds__(kPrepThreads, 1)
+__global__ void __launch_bounds__(kPrepThreads, kPrepCtasPerSm)
     chunk_prep_kernel(PrefillArgs args, unsigned char* records) {
   extern __shared__ __align__(16) unsigned char smem[];
   unsigned char* sRecord = smem + PrepSmem::kRecord;
@@ -99,14 +105,27 @@ __global__ void __launch_bounds__(kPrepThreads, 1)
   __syncthreads();
   invert_unit_lower<kPrepThreads>(sL, sX, tiles);
   __syncthreads();
-  inverse_factors<kPrepThreads>(sX, gates, sTw, sTu, tiles);
+  inverse_factors<kPrepThreads>(sX, gates, sTw, sTu, tiles);  // perhaps over Q: P is done
   __syncthreads();
   w_product<kWarps>(sTw, sK, sW, tiles);
   __syncthreads();
 
-  uint4* out = reinterpret_cast<uint4*>(records + (slot * kVHeads + h) * ChunkRecord::kBytes);
-  for (int i = threadIdx.x; i < ChunkRecord::kBytes / 16; i += kPrepThreads)
-    out[i] = reinterpret_cast<const uint4*>(sRecord)[i];
+  // Out go the parts the chain reads, up to the last 16-row tile (the lo parts only where the
+  // split-operand level uses them), not the whole 55 KB image.
+  unsigned char* out = records + (slot * kVHeads + h) * ChunkRecord::kBytes;
+  constexpr int kTileC = kChunk * kLdC * 2;
+  const int rows16 = 16 * tiles, part_rows = rows16 * kLdC * 2;
+  auto part = [&](int offset, int bytes) {
+    for (int i = threadIdx.x; i < bytes / 16; i += kPrepThreads)
+      reinterpret_cast<uint4*>(out + offset)[i] =
+          reinterpret_cast<const uint4*>(sRecord + offset)[i];
+  };
+  part(ChunkRecord::kW, rows16 * kLdD * 2);
+  part(ChunkRecord::kTu, part_rows);
+  if constexpr (kSplitState) part(ChunkRecord::kTu + kTileC, part_rows);
+  part(ChunkRecord::kP, part_rows);
+  if constexpr (kSplitOutput) part(ChunkRecord::kP + kTileC, part_rows);
+  part(ChunkRecord::kGates, ChunkRecord::kBytes - ChunkRecord::kGates);
 }
 
 }  // namespace khk::gdn_prefill

@@ -295,20 +295,23 @@ __device__ __forceinline__ void u_product(float (&vn)[8][4], const __nv_bfloat16
 }
 
 /// Vn^T += M (-W)^T and, with kWithO, O^T = M Q^T, sharing M's A fragments (hi, and lo for Vn).
-template <bool kWithO>
+/// M holds key columns k0 .. k0 + 8 kKeyTiles - 1 (all 128 unless the key columns are split
+/// over warps), and the products sum over those only.
+template <bool kWithO, int kKeyTiles = 16>
 __device__ __forceinline__ void state_products(float (&vn)[8][4], float (&o)[8][4],
-                                               const float (&M)[16][4], const __nv_bfloat16* sW,
-                                               const __nv_bfloat16* sQ, int tiles) {
+                                               const float (&M)[kKeyTiles][4],
+                                               const __nv_bfloat16* sW, const __nv_bfloat16* sQ,
+                                               int tiles, int k0 = 0) {
   const int lane = threadIdx.x % 32;
 #pragma unroll
-  for (int ks = 0; ks < kHeadSize / 16; ++ks) {
+  for (int ks = 0; ks < kKeyTiles / 2; ++ks) {
     uint32_t m_hi[4], m_lo[4];
     split_a_fragment(M[2 * ks], M[2 * ks + 1], m_hi, m_lo);
 #pragma unroll
     for (int p = 0; p < 4; ++p) {
       if (p >= tiles) continue;
       const int b_off =
-          (16 * p + lane % 8 + (lane / 16) * 8) * kLdD + 16 * ks + ((lane / 8) % 2) * 8;
+          (16 * p + lane % 8 + (lane / 16) * 8) * kLdD + k0 + 16 * ks + ((lane / 8) % 2) * 8;
       uint32_t bw[4], bq[4];
       ldmatrix_x4(bw, sW + b_off);
       if constexpr (kWithO) ldmatrix_x4(bq, sQ + b_off);
@@ -394,13 +397,14 @@ __device__ __forceinline__ void store_output(const float (&o)[8][4], __nv_bfloat
   }
 }
 
-/// M = e^gamma_last M + (Vn^T diag(fac)) K.
-__device__ __forceinline__ void state_update(float (&M)[16][4], const float (&vn)[8][4],
+/// M = e^gamma_last M + (Vn^T diag(fac)) K, for M's key columns k0 .. k0 + 8 kKeyTiles - 1.
+template <int kKeyTiles = 16>
+__device__ __forceinline__ void state_update(float (&M)[kKeyTiles][4], const float (&vn)[8][4],
                                              const __nv_bfloat16* sK, const float* fac,
-                                             float decay, int tiles) {
+                                             float decay, int tiles, int k0 = 0) {
   const int lane = threadIdx.x % 32, c = lane % 4;
 #pragma unroll
-  for (int nt = 0; nt < 16; ++nt)
+  for (int nt = 0; nt < kKeyTiles; ++nt)
 #pragma unroll
     for (int r = 0; r < 4; ++r) M[nt][r] *= decay;
 #pragma unroll
@@ -411,9 +415,9 @@ __device__ __forceinline__ void state_update(float (&M)[16][4], const float (&vn
     uint32_t a_hi[4], a_lo[4];
     split_a_fragment(vn[2 * ks], vn[2 * ks + 1], a_hi, a_lo, f0, f1, f2, f3);
 #pragma unroll
-    for (int p = 0; p < 8; ++p) {
+    for (int p = 0; p < kKeyTiles / 2; ++p) {
       uint32_t b[4];
-      ldmatrix_x4_trans(b, sK + (16 * ks + lane % 8 + ((lane / 8) % 2) * 8) * kLdD + 16 * p +
+      ldmatrix_x4_trans(b, sK + (16 * ks + lane % 8 + ((lane / 8) % 2) * 8) * kLdD + k0 + 16 * p +
                                (lane / 16) * 8);
       mma_bf16(M[2 * p], a_hi, b[0], b[1]);
       mma_bf16(M[2 * p + 1], a_hi, b[2], b[3]);

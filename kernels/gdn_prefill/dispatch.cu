@@ -4,7 +4,8 @@
 //   - at most kSerialMaxTokens tokens: the token-serial route;
 //   - with the workspace for the chunk records and at most kSplitMaxChains (sequence, head)
 //     chains (and kRankMaxSeqs sequences): the split route, its value slabs by the chain's own
-//     rule (chain_slabs);
+//     rule (chain_slabs), or in context-parallel groups (split_groups) where even its chain
+//     leaves SMs idle and the workspace also holds the groups' state maps;
 //   - few (sequence, head, slab) items and long sequences on average, with the workspace: the
 //     context-parallel route, in as many groups per sequence as fill kMinCtas CTAs (at most
 //     kCpMaxGroups);
@@ -53,10 +54,20 @@ bool takes_split(int64_t total_tokens, int64_t num_seqs) {
          num_seqs * kVHeads <= kSplitMaxChains;
 }
 
+// Context-parallel groups per sequence of the split route (1: none): with kSplitCp, where its
+// chain at 64-column slabs leaves at least half of kMinCtas idle and the sequences average at
+// least kCpMinTokensPerSeq tokens; at most kCpMaxGroups.
+int split_groups(int64_t total_tokens, int64_t num_seqs) {
+  if (!kSplitCp || kCpMaxGroups < 2 || total_tokens < kCpMinTokensPerSeq * num_seqs) return 1;
+  const int64_t groups = kMinCtas / (num_seqs * kVHeads * kSplitCpSlabs);
+  return groups < 2 ? 1 : static_cast<int>(groups < kCpMaxGroups ? groups : kCpMaxGroups);
+}
+
 }  // namespace
 
 uint64_t workspace_bytes(int64_t total_tokens, int64_t num_seqs) {
-  if (takes_split(total_tokens, num_seqs)) return record_workspace_bytes(total_tokens, num_seqs);
+  if (takes_split(total_tokens, num_seqs))
+    return split_workspace_bytes(total_tokens, num_seqs, split_groups(total_tokens, num_seqs));
   const int groups = context_parallel_groups(total_tokens, num_seqs);
   return groups ? context_parallel_workspace_floats(num_seqs, groups) * sizeof(float) : 0;
 }
@@ -68,6 +79,11 @@ cudaError_t dispatch(const PrefillArgs& args, void* workspace, uint64_t workspac
   if (aligned && takes_split(args.total_tokens, args.num_seqs) &&
       workspace_size >= record_workspace_bytes(args.total_tokens, args.num_seqs)) {
     unsigned char* records = static_cast<unsigned char*>(workspace);
+    const int groups = split_groups(args.total_tokens, args.num_seqs);
+    if (groups > 1 &&
+        workspace_size >= split_workspace_bytes(args.total_tokens, args.num_seqs, groups))
+      return launch_split_context_parallel<kHeadSize / kSplitCpSlabs>(args, records, groups,
+                                                                       stream);
     switch (chain_slabs(args.num_seqs)) {
       case 2: return launch_split<64>(args, records, stream);
       case 4: return launch_split<32>(args, records, stream);

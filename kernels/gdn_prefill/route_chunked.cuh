@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "bulk_copy.cuh"
 #include "chunk_inverse.cuh"
 #include "chunk_record.cuh"
 #include "chunk_stages.cuh"
@@ -69,23 +70,6 @@ struct KeyTiles {
   ChunkGates gates;
 };
 
-/// Shared memory of one CTA of the kPrepared form: K, Q, V and the chunk's record
-/// (chunk_record.cuh), each double-buffered, then the output staging and the sequence bounds.
-template <int kVS>
-struct ChainSmem {
-  static constexpr int kWarps = kVS / 16;
-  static constexpr int kLdV = kVS + 8;
-  static constexpr int kTileD = kChunk * kLdD * 2;
-  static constexpr int kTileV = kChunk * kLdV * 2;
-  static constexpr int kK = 0;
-  static constexpr int kQ = kK + 2 * kTileD;
-  static constexpr int kV = kQ + 2 * kTileD;
-  static constexpr int kRecord = kV + 2 * kTileV;
-  static constexpr int kO = kRecord + 2 * ChunkRecord::kBytes;
-  static constexpr int kCu = kO + kWarps * kChunk * kLdO * 2;
-  static constexpr int kBytes = kCu + 8 * (kRankMaxSeqs + 1) + 8;
-};
-
 /// What one launch of the chunked kernel computes. kFused: the whole call, one CTA per (sequence,
 /// head, slab). The context-parallel passes (route_context_parallel.cuh) cut each sequence into
 /// `groups` runs of whole chunks, one CTA per (sequence, head, slab, group), and use the
@@ -95,6 +79,41 @@ struct ChainSmem {
 ///   kFromEntry  the outputs from the group's entry state (entry[g] from the scan, which holds
 ///               the initial state for group 0); the last group writes new_state
 enum class ChunkPass { kFused, kTransfer, kLocal, kFromEntry };
+
+/// Warps per 16 value rows of a chunked-kernel CTA: kChainKSplit in the kPrepared form's fused
+/// pass on slabs of at most 32 value columns (each warp of a pair holds half of the rows' key
+/// columns), else 1.
+template <int kVS, bool kPrepared, ChunkPass kPass = ChunkPass::kFused>
+constexpr int kKeySplit = kPrepared && kPass == ChunkPass::kFused && kVS <= 32 ? kChainKSplit : 1;
+/// Threads of one chunked-kernel CTA.
+template <int kVS, bool kPrepared, ChunkPass kPass = ChunkPass::kFused>
+constexpr int kChunkThreads = kVS * 2 * kKeySplit<kVS, kPrepared, kPass>;
+
+/// Shared memory of one CTA of the kPrepared form: K, Q, V and the chunk's record
+/// (chunk_record.cuh), each double-buffered, then the output staging, the sequence bounds, the
+/// buffers' barriers and, with the key split, each row group's exchange of partial sums (Vn^T of
+/// both halves, O^T of the second: 32 floats per lane each).
+template <int kVS>
+struct ChainSmem {
+  static constexpr int kRowGroups = kVS / 16;
+  static constexpr int kWarps = kRowGroups * kKeySplit<kVS, true>;
+  static constexpr int kLdV = kVS + 8;
+  static constexpr int kTileD = kChunk * kLdD * 2;
+  static constexpr int kTileV = kChunk * kLdV * 2;
+  static constexpr int kK = 0;
+  static constexpr int kQ = kK + 2 * kTileD;
+  static constexpr int kV = kQ + 2 * kTileD;
+  static constexpr int kRecord = kV + 2 * kTileV;
+  static constexpr int kO = kRecord + 2 * ChunkRecord::kBytes;
+  static constexpr int kCu = kO + kWarps * kChunk * kLdO * 2;
+  static constexpr int kBarriers = kCu + 8 * (kRankMaxSeqs + 1) + 8;  // one per buffer
+  static constexpr int kExchange = kBarriers + 16;
+  static constexpr int kExchangeFloats = 3 * 32 * 32;  // per row group
+  static constexpr int kBytes =
+      kExchange + (kKeySplit<kVS, true> > 1 ? kRowGroups * kExchangeFloats * 4 : 0);
+  static_assert(kBytes <= 227 * 1024, "one chain CTA fits an SM's shared memory");
+};
+
 
 /// The context-parallel passes' workspace: per (sequence * 8 + head) and group one 128 x 128
 /// fp32 matrix [v][k] in each array. `records`: the split route's chunk records (kPrepared).
@@ -109,14 +128,18 @@ struct GroupArgs {
 /// kPrepared: the split route's chain. The chunk's key-only tiles come from its record, loaded
 /// with K, Q and V, instead of being computed here; at most 64 value columns per slab.
 template <int kVS, ChunkPass kPass = ChunkPass::kFused, bool kPrepared = false>
-__global__ void __launch_bounds__(kVS * 2, 1)
+__global__ void __launch_bounds__(kChunkThreads<kVS, kPrepared, kPass>, 1)
     chunked_prefill_kernel(PrefillArgs args, GroupArgs group_args = {}) {
   using Smem = std::conditional_t<kPrepared, ChainSmem<kVS>, ChunkSmem<kVS>>;
   static_assert(!kPrepared || kVS <= 64, "the kPrepared form holds at most 64 value columns");
+  constexpr int kSplitK = kKeySplit<kVS, kPrepared, kPass>;
+  constexpr int kRowGroups = kVS / 16, kKeyTiles = 16 / kSplitK;  // M's 8-column key tiles
   constexpr bool kGrouped = kPass != ChunkPass::kFused;
   constexpr bool kWritesOutput = kPass == ChunkPass::kFused || kPass == ChunkPass::kFromEntry;
   constexpr bool kHasValues = kPass != ChunkPass::kTransfer;
-  constexpr int kWarps = Smem::kWarps, kThreads = 32 * kWarps, kSlabs = kHeadSize / kVS;
+  // (Smem::kWarps is the most warps the layout holds: a kPrepared pass other than the fused one
+  // runs without the key split, on fewer.)
+  constexpr int kWarps = kVS / 16 * kSplitK, kThreads = 32 * kWarps, kSlabs = kHeadSize / kVS;
   constexpr int kLdV = Smem::kLdV;
   extern __shared__ __align__(16) unsigned char smem[];
   __nv_bfloat16* sK0 = reinterpret_cast<__nv_bfloat16*>(smem + Smem::kK);
@@ -148,7 +171,14 @@ __global__ void __launch_bounds__(kVS * 2, 1)
     if (grp == groups - 1) return;
   const int slab = static_cast<int>(cta % kSlabs);
   const int h = static_cast<int>((cta / kSlabs) % kVHeads);
-  const int v_first = slab * kVS + 16 * warp;  // this warp's first value row
+  // This warp's 16 value rows (its row group) and, with the key split, its half of their key
+  // columns: k0 .. k0 + 8 kKeyTiles - 1.
+  // Without the split both are compile-time constants: the fused and context-parallel kernels,
+  // bound by instruction issue, measured 9 % slower at 8192 tokens with them computed at run time.
+  const int row_group = kSplitK > 1 ? warp % kRowGroups : warp;
+  const int key_half = kSplitK > 1 ? warp / kRowGroups : 0;
+  const int k0 = key_half * 8 * kKeyTiles;
+  const int v_first = slab * kVS + 16 * row_group;
   __nv_bfloat16* sO = reinterpret_cast<__nv_bfloat16*>(smem + Smem::kO) + warp * kChunk * kLdO;
 
   // Longest sequences first: CTAs start in index order, so the one that walks the longest chain
@@ -196,7 +226,7 @@ __global__ void __launch_bounds__(kVS * 2, 1)
   // M: value rows v_first + g (+8), key columns 8 nt + 2c (+1).
   // The initial M: the sequence's state (zero for an empty sequence, whatever the state was),
   // the group's entry state, the identity (kTransfer) or zero (kLocal).
-  float M[16][4];
+  float M[kKeyTiles][4];
   const float* state = args.state && seq_length > 0 ? args.state + head_index * kStateFloats
                                                      : nullptr;
   // kFromEntry reads even group 0's entry from the workspace (the scan copies the initial state
@@ -204,14 +234,15 @@ __global__ void __launch_bounds__(kVS * 2, 1)
   if constexpr (kPass == ChunkPass::kFromEntry) state = group_args.entry + group_matrix;
   if constexpr (kPass == ChunkPass::kLocal || kPass == ChunkPass::kTransfer) state = nullptr;
 #pragma unroll
-  for (int nt = 0; nt < 16; ++nt) {
+  for (int nt = 0; nt < kKeyTiles; ++nt) {
+    const int k = k0 + 8 * nt + 2 * c;
     float2 lo = make_float2(0.f, 0.f), hi = lo;
     if (state) {
-      lo = *reinterpret_cast<const float2*>(state + (v_first + g) * kHeadSize + 8 * nt + 2 * c);
-      hi = *reinterpret_cast<const float2*>(state + (v_first + g + 8) * kHeadSize + 8 * nt + 2 * c);
+      lo = *reinterpret_cast<const float2*>(state + (v_first + g) * kHeadSize + k);
+      hi = *reinterpret_cast<const float2*>(state + (v_first + g + 8) * kHeadSize + k);
     }
     if constexpr (kPass == ChunkPass::kTransfer) {
-      const int r = v_first + g, k = 8 * nt + 2 * c;
+      const int r = v_first + g;
       lo = make_float2(r == k ? 1.f : 0.f, r == k + 1 ? 1.f : 0.f);
       hi = make_float2(r + 8 == k ? 1.f : 0.f, r + 8 == k + 1 ? 1.f : 0.f);
     }
@@ -223,8 +254,85 @@ __global__ void __launch_bounds__(kVS * 2, 1)
   const __nv_bfloat16* q_head = args.q + (h / kGvaRatio) * kHeadSize;
   const __nv_bfloat16* v_head = args.v + h * kHeadSize + slab * kVS;
 
+  // kPrepared: the parts of chunk ci's record this pass reads (up to the last 16-row tile) into
+  // record buffer ci % 2, as 16-byte cp.async from every thread (CHAIN_COPIES 0) or as one bulk
+  // copy per part issued by warp 0 and counted by that buffer's barrier (1); with 2 the K, Q and
+  // V rows go the same way, one bulk copy per row, and the rows past the chunk's end are zeroed
+  // by plain stores of the whole CTA (the state update reads them, times a zero factor).
+  uint64_t* barriers = nullptr;
+  if constexpr (kPrepared) barriers = reinterpret_cast<uint64_t*>(smem + Smem::kBarriers);
+  auto prefetch_record = [&](int ci, int64_t t0, int rows, int rows16, __nv_bfloat16* dK,
+                             __nv_bfloat16* dQ, __nv_bfloat16* dV) {
+    if constexpr (kPrepared) {
+      constexpr int kTileC = kChunk * kLdC * 2;
+      constexpr int kRowV = kVS * 2;  // bytes of one V row of the slab
+      const int part_rows = rows16 * kLdC * 2;  // bytes of one Tu or P part up to the last tile
+      const int64_t record = (record_first + ci) * kVHeads + h;
+      const unsigned char* rec = group_args.records + record * ChunkRecord::kBytes;
+      unsigned char* dst = smem + Smem::kRecord + (ci % 2) * ChunkRecord::kBytes;
+      if constexpr (kChainCopies == 0) {
+        auto part = [&](int offset, int bytes) {
+          for (int i = threadIdx.x; i < bytes / 16; i += kThreads)
+            copy_16b_async(dst + offset + 16 * i, rec + offset + 16 * i, true);
+        };
+        part(ChunkRecord::kW, rows16 * kLdD * 2);
+        if constexpr (kHasValues) part(ChunkRecord::kTu, part_rows);
+        if constexpr (kHasValues && kSplitState) part(ChunkRecord::kTu + kTileC, part_rows);
+        if constexpr (kWritesOutput) part(ChunkRecord::kP, part_rows);
+        if constexpr (kWritesOutput && kSplitOutput) part(ChunkRecord::kP + kTileC, part_rows);
+        part(ChunkRecord::kGates, ChunkRecord::kBytes - ChunkRecord::kGates);
+      } else {
+        uint64_t* bar = barriers + ci % 2;
+        if constexpr (kChainCopies == 2) {
+          for (int i = threadIdx.x; i < (rows16 - rows) * 16; i += kThreads) {
+            const int r = rows + i / 16, seg = i % 16;
+            *reinterpret_cast<uint4*>(dK + r * kLdD + 8 * seg) = make_uint4(0, 0, 0, 0);
+            if constexpr (kWritesOutput)
+              *reinterpret_cast<uint4*>(dQ + r * kLdD + 8 * seg) = make_uint4(0, 0, 0, 0);
+          }
+          for (int i = threadIdx.x; kHasValues && i < (rows16 - rows) * (kVS / 8); i += kThreads) {
+            const int r = rows + i / (kVS / 8), seg = i % (kVS / 8);
+            *reinterpret_cast<uint4*>(dV + r * kLdV + 8 * seg) = make_uint4(0, 0, 0, 0);
+          }
+        }
+        if (warp != 0) return;
+        const uint32_t row_bytes =
+            kChainCopies == 2 ? rows * (kHeadSize * 2) * (kWritesOutput ? 2 : 1) +
+                                    (kHasValues ? rows * kRowV : 0)
+                              : 0;
+        const uint32_t bytes = row_bytes + rows16 * kLdD * 2 +
+                               (kHasValues ? part_rows * (kSplitState ? 2 : 1) : 0) +
+                               (kWritesOutput ? part_rows * (kSplitOutput ? 2 : 1) : 0) +
+                               (ChunkRecord::kBytes - ChunkRecord::kGates);
+        if (lane == 0) barrier_arrive_expect(bar, bytes);
+        fence_proxy_async();  // the buffer's last ldmatrix reads before the bulk writes
+        __syncwarp();
+        if constexpr (kChainCopies == 2) {
+          for (int r = lane; r < rows; r += 32) {
+            const int64_t src = (t0 + r) * kQKHeads * kHeadSize;
+            bulk_copy_to_shared(dK + r * kLdD, k_head + src, kHeadSize * 2, bar);
+            if constexpr (kWritesOutput)
+              bulk_copy_to_shared(dQ + r * kLdD, q_head + src, kHeadSize * 2, bar);
+            if constexpr (kHasValues)
+              bulk_copy_to_shared(dV + r * kLdV, v_head + (t0 + r) * kVHeads * kHeadSize, kRowV,
+                                  bar);
+          }
+        }
+        auto part = [&](int which, int offset, int n) {
+          if (lane == which) bulk_copy_to_shared(dst + offset, rec + offset, n, bar);
+        };
+        part(0, ChunkRecord::kW, rows16 * kLdD * 2);
+        part(1, ChunkRecord::kGates, ChunkRecord::kBytes - ChunkRecord::kGates);
+        if constexpr (kHasValues) part(2, ChunkRecord::kTu, part_rows);
+        if constexpr (kHasValues && kSplitState) part(3, ChunkRecord::kTu + kTileC, part_rows);
+        if constexpr (kWritesOutput) part(4, ChunkRecord::kP, part_rows);
+        if constexpr (kWritesOutput && kSplitOutput) part(5, ChunkRecord::kP + kTileC, part_rows);
+      }
+    }
+  };
+
   // Issues chunk `ci`'s K, Q, V into buffer ci % 2 (rows past the chunk's end as zeros, rows
-  // past its last 16-row tile not at all: nothing reads them).
+  // past its last 16-row tile not at all: nothing reads them), and kPrepared, its record.
   auto prefetch = [&](int ci) {
     const int64_t t0 = t_begin + int64_t{ci} * kChunk;
     const int rows = chunk_rows(length, ci);
@@ -232,37 +340,23 @@ __global__ void __launch_bounds__(kVS * 2, 1)
     __nv_bfloat16* dK = sK0 + (ci % 2) * kChunk * kLdD;
     __nv_bfloat16* dQ = sQ0 + (ci % 2) * kChunk * kLdD;
     __nv_bfloat16* dV = sV0 + (ci % 2) * kChunk * kLdV;
-    for (int i = threadIdx.x; i < rows16 * 16; i += kThreads) {
-      const int r = i / 16, seg = i % 16;
-      const bool valid = r < rows;
-      const int64_t src = valid ? (t0 + r) * kQKHeads * kHeadSize + 8 * seg : 0;
-      copy_16b_async(dK + r * kLdD + 8 * seg, k_head + src, valid);
-      if constexpr (kWritesOutput) copy_16b_async(dQ + r * kLdD + 8 * seg, q_head + src, valid);
+    if (!kPrepared || kChainCopies != 2) {
+      for (int i = threadIdx.x; i < rows16 * 16; i += kThreads) {
+        const int r = i / 16, seg = i % 16;
+        const bool valid = r < rows;
+        const int64_t src = valid ? (t0 + r) * kQKHeads * kHeadSize + 8 * seg : 0;
+        copy_16b_async(dK + r * kLdD + 8 * seg, k_head + src, valid);
+        if constexpr (kWritesOutput) copy_16b_async(dQ + r * kLdD + 8 * seg, q_head + src, valid);
+      }
+      constexpr int kSegsV = kVS / 8;
+      for (int i = threadIdx.x; kHasValues && i < rows16 * kSegsV; i += kThreads) {
+        const int r = i / kSegsV, seg = i % kSegsV;
+        const bool valid = r < rows;
+        const int64_t src = valid ? (t0 + r) * kVHeads * kHeadSize + 8 * seg : 0;
+        copy_16b_async(dV + r * kLdV + 8 * seg, v_head + src, valid);
+      }
     }
-    constexpr int kSegsV = kVS / 8;
-    for (int i = threadIdx.x; kHasValues && i < rows16 * kSegsV; i += kThreads) {
-      const int r = i / kSegsV, seg = i % kSegsV;
-      const bool valid = r < rows;
-      const int64_t src = valid ? (t0 + r) * kVHeads * kHeadSize + 8 * seg : 0;
-      copy_16b_async(dV + r * kLdV + 8 * seg, v_head + src, valid);
-    }
-    if constexpr (kPrepared) {  // the parts of the record this pass reads, up to the last tile
-      const unsigned char* rec =
-          group_args.records + ((record_first + ci) * kVHeads + h) * ChunkRecord::kBytes;
-      unsigned char* dst = smem + Smem::kRecord + (ci % 2) * ChunkRecord::kBytes;
-      auto part = [&](int offset, int bytes) {
-        for (int i = threadIdx.x; i < bytes / 16; i += kThreads)
-          copy_16b_async(dst + offset + 16 * i, rec + offset + 16 * i, true);
-      };
-      constexpr int kTileC = kChunk * kLdC * 2;
-      part(ChunkRecord::kW, rows16 * kLdD * 2);
-      if constexpr (kHasValues) part(ChunkRecord::kTu, rows16 * kLdC * 2);
-      if constexpr (kHasValues && kSplitState) part(ChunkRecord::kTu + kTileC, rows16 * kLdC * 2);
-      if constexpr (kWritesOutput) part(ChunkRecord::kP, rows16 * kLdC * 2);
-      if constexpr (kWritesOutput && kSplitOutput)
-        part(ChunkRecord::kP + kTileC, rows16 * kLdC * 2);
-      part(ChunkRecord::kGates, ChunkRecord::kBytes - ChunkRecord::kGates);
-    }
+    prefetch_record(ci, t0, rows, rows16, dK, dQ, dV);
   };
 
   // Warp 0 holds the raw gate inputs of the next chunk: tokens 2 lane and 2 lane + 1.
@@ -270,6 +364,10 @@ __global__ void __launch_bounds__(kVS * 2, 1)
   float gate_a[2] = {0.f, 0.f}, gate_b[2] = {0.f, 0.f};
 
   if constexpr (!kPrepared) zero_inverse_upper<kThreads>(reinterpret_cast<float*>(smem + Smem::kX));
+  if constexpr (kPrepared) {
+    if (threadIdx.x == 0) barrier_init(barriers, 1), barrier_init(barriers + 1, 1);
+    __syncthreads();  // the barriers are initialised before any copy names them
+  }
   if (chunks > 0) {
     prefetch(0);
     if (!kPrepared && warp == 0) load_chunk_gate_inputs(args, h, t_begin, length, 0, gate_a, gate_b);
@@ -289,8 +387,9 @@ __global__ void __launch_bounds__(kVS * 2, 1)
 
     const KeyTiles key = key_tiles(ci);
     if constexpr (kPrepared) {
-      copy_wait<1>();
-      __syncthreads();
+      if constexpr (kChainCopies != 2) copy_wait<1>();
+      if constexpr (kChainCopies != 0) barrier_wait(barriers + ci % 2, (ci / 2) & 1);
+      if constexpr (kChainCopies != 2) __syncthreads();  // every thread's cp.async landed
     } else {  // the key-only stages, shared out over the CTA's warps
       float* sL = reinterpret_cast<float*>(smem + Smem::kL);
       float* sX = reinterpret_cast<float*>(smem + Smem::kX);
@@ -315,27 +414,48 @@ __global__ void __launch_bounds__(kVS * 2, 1)
       w_product<kWarps>(sTw, sK, sW, tiles);
     }
 
-    float vn[8][4] = {};  // Vn^T, from U^T (zero without values)
-    if constexpr (kHasValues) u_product<kLdV>(vn, sV, 16 * warp, key.tu, tiles);
+    float vn[8][4] = {};  // Vn^T, from U^T (zero without values; U^T in the first half only)
+    if constexpr (kHasValues)
+      if (key_half == 0) u_product<kLdV>(vn, sV, 16 * row_group, key.tu, tiles);
     if constexpr (!kPrepared) __syncthreads();  // sW complete
 
     float o[8][4] = {};
-    state_products<kWritesOutput>(vn, o, M, key.w, sQ, tiles);
-    if constexpr (kWritesOutput) {
-      output_products(o, vn, key.p, key.gates.eg, args.scale, tiles);
-      store_output(o, sO, args.output, t_begin + int64_t{ci} * kChunk, h, v_first, rows);
+    state_products<kWritesOutput, kKeyTiles>(vn, o, M, key.w, sQ, tiles, k0);
+    if constexpr (kSplitK > 1) {
+      // Each half summed Vn^T and O^T over its key columns: both halves take the sum of both
+      // Vn^T partials (a + b and b + a are the same bits), the first half the O^T of both.
+      float* x = reinterpret_cast<float*>(smem + Smem::kExchange) +
+                 row_group * Smem::kExchangeFloats;
+#pragma unroll
+      for (int i = 0; i < 32; ++i) x[(key_half * 32 + i) * 32 + lane] = vn[i / 4][i % 4];
+      if (key_half == 1)
+#pragma unroll
+        for (int i = 0; i < 32; ++i) x[(64 + i) * 32 + lane] = o[i / 4][i % 4];
+      __syncthreads();
+#pragma unroll
+      for (int i = 0; i < 32; ++i) vn[i / 4][i % 4] += x[((1 - key_half) * 32 + i) * 32 + lane];
+      if (key_half == 0)
+#pragma unroll
+        for (int i = 0; i < 32; ++i) o[i / 4][i % 4] += x[(64 + i) * 32 + lane];
     }
-    state_update(M, vn, sK, key.gates.fac, *key.gates.decay, tiles);
+    if constexpr (kWritesOutput) {
+      if (key_half == 0) {
+        output_products(o, vn, key.p, key.gates.eg, args.scale, tiles);
+        store_output(o, sO, args.output, t_begin + int64_t{ci} * kChunk, h, v_first, rows);
+      }
+    }
+    state_update<kKeyTiles>(M, vn, sK, key.gates.fac, *key.gates.decay, tiles, k0);
   }
 
   // The final state (zero for an empty sequence, whatever the initial state was), or the group's
   // map; nothing for a group before the last in kFromEntry.
   if (new_state == nullptr) return;
 #pragma unroll
-  for (int nt = 0; nt < 16; ++nt) {
-    *reinterpret_cast<float2*>(new_state + (v_first + g) * kHeadSize + 8 * nt + 2 * c) =
+  for (int nt = 0; nt < kKeyTiles; ++nt) {
+    const int k = k0 + 8 * nt + 2 * c;
+    *reinterpret_cast<float2*>(new_state + (v_first + g) * kHeadSize + k) =
         make_float2(M[nt][0], M[nt][1]);
-    *reinterpret_cast<float2*>(new_state + (v_first + g + 8) * kHeadSize + 8 * nt + 2 * c) =
+    *reinterpret_cast<float2*>(new_state + (v_first + g + 8) * kHeadSize + k) =
         make_float2(M[nt][2], M[nt][3]);
   }
 }

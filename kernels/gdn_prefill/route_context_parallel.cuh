@@ -17,6 +17,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "gdn_prefill.cuh"
 #include "route_chunked.cuh"
@@ -85,19 +86,21 @@ __global__ void __launch_bounds__(kScanThreads)
 
 #if defined(__CUDACC__)  // a host build (the tests' CTA emulator) runs the kernel bodies itself
 /// The four launches of the route at value slabs of kVS columns, on the workspace of
-/// context_parallel_workspace_floats(num_seqs, groups) floats.
-template <int kVS>
+/// context_parallel_workspace_floats(num_seqs, groups) floats. kPrepared: the passes are the
+/// split route's chain on the chunk records at `records` (route_split.cuh launches the prep).
+template <int kVS, bool kPrepared = false>
 cudaError_t launch_context_parallel(const PrefillArgs& args, float* workspace, int groups,
-                                    cudaStream_t stream) {
+                                    cudaStream_t stream, const unsigned char* records = nullptr) {
+  using Smem = std::conditional_t<kPrepared, ChainSmem<kVS>, ChunkSmem<kVS>>;
   const int64_t maps = args.num_seqs * kVHeads * groups * int64_t{kStateFloats};
-  const GroupArgs group_args{groups, workspace, workspace + maps, workspace + 2 * maps};
-  const int bytes = ChunkSmem<kVS>::kBytes;
-  for (const void* kernel : {reinterpret_cast<const void*>(
-                                 chunked_prefill_kernel<kVS, ChunkPass::kTransfer>),
-                             reinterpret_cast<const void*>(
-                                 chunked_prefill_kernel<kVS, ChunkPass::kLocal>),
-                             reinterpret_cast<const void*>(
-                                 chunked_prefill_kernel<kVS, ChunkPass::kFromEntry>)}) {
+  const GroupArgs group_args{groups, workspace, workspace + maps, workspace + 2 * maps, records};
+  const int bytes = Smem::kBytes;
+  constexpr auto transfer = chunked_prefill_kernel<kVS, ChunkPass::kTransfer, kPrepared>;
+  constexpr auto local = chunked_prefill_kernel<kVS, ChunkPass::kLocal, kPrepared>;
+  constexpr auto from_entry = chunked_prefill_kernel<kVS, ChunkPass::kFromEntry, kPrepared>;
+  for (const void* kernel : {reinterpret_cast<const void*>(transfer),
+                             reinterpret_cast<const void*>(local),
+                             reinterpret_cast<const void*>(from_entry)}) {
     const cudaError_t e =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
     if (e != cudaSuccess) return e;
@@ -107,14 +110,12 @@ cudaError_t launch_context_parallel(const PrefillArgs& args, float* workspace, i
   if (e != cudaSuccess) return e;
   const auto ctas = static_cast<unsigned>(args.num_seqs * kVHeads * (kHeadSize / kVS) * groups);
   const auto scan_ctas = static_cast<unsigned>(args.num_seqs * kVHeads * (kHeadSize / kScanRows));
-  const int threads = kVS * 2;
-  chunked_prefill_kernel<kVS, ChunkPass::kTransfer><<<ctas, threads, bytes, stream>>>(args,
-                                                                                    group_args);
-  chunked_prefill_kernel<kVS, ChunkPass::kLocal><<<ctas, threads, bytes, stream>>>(args, group_args);
+  const int threads = kVS * 2;  // no key split outside the fused pass
+  transfer<<<ctas, threads, bytes, stream>>>(args, group_args);
+  local<<<ctas, threads, bytes, stream>>>(args, group_args);
   context_parallel_scan_kernel<<<scan_ctas, kScanThreads, kScanSmemBytes, stream>>>(args,
                                                                                  group_args);
-  chunked_prefill_kernel<kVS, ChunkPass::kFromEntry><<<ctas, threads, bytes, stream>>>(args,
-                                                                                     group_args);
+  from_entry<<<ctas, threads, bytes, stream>>>(args, group_args);
   return cudaGetLastError();
 }
 #endif

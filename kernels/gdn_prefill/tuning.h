@@ -5,7 +5,9 @@
 
 #if !defined(MIN_CTAS) || !defined(MAX_SLABS) || !defined(SPLIT_OPERANDS) || \
     !defined(SERIAL_MAX_TOKENS) || !defined(CP_MAX_GROUPS) || !defined(CP_MIN_TOKENS) || \
-    !defined(SPLIT_MAX_CHAINS) || !defined(CHAIN_MAX_SLABS) || !defined(PREP_WARPS)
+    !defined(SPLIT_MAX_CHAINS) || !defined(CHAIN_MAX_SLABS) || !defined(PREP_WARPS) || \
+    !defined(CHAIN_COPIES) || !defined(PREP_CTAS_PER_SM) || !defined(CHAIN_KSPLIT) || \
+    !defined(SPLIT_CP)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
 
@@ -60,6 +62,31 @@ constexpr bool kSplitOutput = kSplitOperands == SplitOperands::all;
 constexpr long long kSplitMaxChains = SPLIT_MAX_CHAINS;
 constexpr int kChainMaxSlabs = CHAIN_MAX_SLABS;
 constexpr int kPrepThreads = 32 * PREP_WARPS;
+// How the split route's chain loads a chunk: 0 every piece as 16-byte cp.async from every
+// thread; 1 the record as one bulk copy per part from warp 0, the K, Q and V rows as before;
+// 2 the rows as bulk copies too. The chain is bound by instruction issue, and 1 takes most of
+// the copy instructions off it: 3 % faster than 0 on the few long sequences and 7 % on the other
+// 257-8191-token workloads, one H200 (bench/results/2026-12-02_gdn_prefill_chain_knobs_h200.json);
+// 2 was 1.26-1.53x slower (bench/results/2026-12-02_gdn_prefill_bulk_chain_h200.json).
+constexpr int kChainCopies = CHAIN_COPIES;
+// Prep CTAs per SM: 2 builds Tw over Q (106 KB of shared memory instead of 124 KB).
+constexpr int kPrepCtasPerSm = PREP_CTAS_PER_SM;
+// Warps per 16 value rows in the split route's chain: with 2,
+// each of the pair holds half of the rows' 128 key columns of the state, so the M W^T, M Q^T
+// and state-update MMAs of a warp halve, for one exchange of the Vn^T and O^T partial sums per
+// chunk through shared memory. Only for slabs of at most 32 value columns (the exchange needs
+// shared memory a 64-column slab does not have left); 1 on wider slabs. 2 measured 1.34x faster
+// on the few long sequences and 1.27x on the other 257-8191-token workloads (same file).
+constexpr int kChainKSplit = CHAIN_KSPLIT;
+// The split route in context-parallel groups: its kTransfer and
+// kLocal passes run the prepared chain without values or output (only -W, Tu and the gates of a
+// record), so three passes of it cost less than three of the chunked route's. Taken (1; 0:
+// never) where the chain at kSplitCpSlabs slabs per head leaves at least half of kMinCtas idle,
+// the sequences average at least kCpMinTokensPerSeq tokens, in up to kCpMaxGroups groups. Off
+// (0): with the key split its three passes measured 1.28x slower than the one chain on the few
+// long sequences (same file).
+constexpr bool kSplitCp = SPLIT_CP != 0;
+constexpr int kSplitCpSlabs = 2;  // 64-column slabs: the fewest CTAs per group the chain allows
 
 // Up to this many sequences the chunked route orders its CTAs longest sequence first (each CTA
 // ranks the lengths itself, O(N^2 / threads) in its prologue); beyond it, index order.
@@ -72,6 +99,9 @@ static_assert(kSplitMaxChains >= 0, "SPLIT_MAX_CHAINS: 0 or more");
 static_assert(kChainMaxSlabs == 2 || kChainMaxSlabs == 4 || kChainMaxSlabs == 8,
               "CHAIN_MAX_SLABS: 2, 4 or 8");
 static_assert(PREP_WARPS == 4 || PREP_WARPS == 8, "PREP_WARPS: 4 or 8");
+static_assert(kChainCopies >= 0 && kChainCopies <= 2, "CHAIN_COPIES: 0, 1 or 2");
+static_assert(kPrepCtasPerSm == 1 || kPrepCtasPerSm == 2, "PREP_CTAS_PER_SM: 1 or 2");
+static_assert(kChainKSplit == 1 || kChainKSplit == 2, "CHAIN_KSPLIT: 1 or 2");
 static_assert(kMaxSlabs == 1 || kMaxSlabs == 2 || kMaxSlabs == 4 || kMaxSlabs == 8,
               "MAX_SLABS: 1, 2, 4 or 8");
 
