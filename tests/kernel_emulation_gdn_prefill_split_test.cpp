@@ -39,23 +39,11 @@ namespace {
 namespace gp = khk::gdn_prefill;
 using test::CtaEmulator;
 
-// The chain's threads, and whether it gives the chunked route's bits: a candidate that splits
-// the key columns over two warps (CHAIN_KSPLIT) sums them in another order.
-template <int kVS>
-constexpr int chain_threads() {
-#if defined(CHAIN_KSPLIT)
-  return gp::kChunkThreads<kVS, true>;
-#else
-  return kVS * 2;
-#endif
-}
+// Whether the chain gives the chunked route's bits: with the key columns split over two warps
+// (CHAIN_KSPLIT) it sums them in another order.
 template <int kVS>
 constexpr bool chain_gives_chunked_bits() {
-#if defined(CHAIN_KSPLIT)
   return gp::kKeySplit<kVS, true> == 1;
-#else
-  return true;
-#endif
 }
 
 /// Every CTA of the chunked route (kPrepared: the split route's two kernels) in grid order;
@@ -75,7 +63,7 @@ OutputSet run_route(const test::PrefillCall& c, CtaEmulator::Order order, long p
     }
     gp::GroupArgs ga;
     ga.records = records.data();
-    CtaEmulator chain(chain_threads<kVS>(), gp::ChainSmem<kVS>::kBytes, order, gp::smem);
+    CtaEmulator chain(gp::kChunkThreads<kVS, true>, gp::ChainSmem<kVS>::kBytes, order, gp::smem);
     const std::int64_t ctas = args.num_seqs * gp::kVHeads * (gp::kHeadSize / kVS);
     for (std::int64_t cta = 0; cta < ctas; ++cta)
       chain.run([&](test::EmulatedCta&) {
