@@ -1,0 +1,27 @@
+// The knobs of the DSA sparse attention routes, in one place. Their values come from
+// candidate.toml's [params] (the harness passes -DNAME=value; libkhk passes each param's first
+// value), so the controller's tuner can search them; this header only names them and checks them.
+#pragma once
+
+#if !defined(MAX_SPLITS) || !defined(TMA_GATHER) || !defined(MERGE_PDL)
+#error "compile with the [params] of kernels/dsa_attention/candidate.toml (-DMAX_SPLITS=... etc.)"
+#endif
+
+namespace khk::dsa_attention {
+
+// Each token's 2048 index slots are dealt round-robin to `splits` CTAs (slot j goes to split
+// j % splits), so a token's valid rows spread evenly over its CTAs wherever the padding sits, and
+// even one token keeps many SMs gathering. The dispatch picks the most splits that keep
+// T x splits within one wave (one CTA per SM), at most MAX_SPLITS; one split writes the output
+// directly, more write partials that a second kernel merges.
+constexpr int kMaxSplits = MAX_SPLITS;
+// Gather each selected row with two bulk copies (TMA: its 1 KiB of ckv, its 128 B of kpe) that
+// complete on a stage barrier (1), or with 72 16-byte cp.async (0).
+constexpr bool kTmaGather = TMA_GATHER;
+// Launch the merge as a programmatic dependent launch of the split kernel, so its launch overlaps
+// the split kernel instead of following it.
+constexpr bool kMergePdl = MERGE_PDL;
+
+static_assert(kMaxSplits >= 1 && kMaxSplits <= 256, "MAX_SPLITS: 1 to 256");
+
+}  // namespace khk::dsa_attention
