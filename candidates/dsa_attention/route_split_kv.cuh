@@ -1,9 +1,9 @@
 // The split-KV route: flash-decoding over a token's selected rows. Each CTA owns one token and one
 // split of its 2048 index slots (slots split, split + splits, ...: the round-robin deal spreads the
 // valid rows evenly however the padding is placed). A CTA
-//   1. copies its slots' indices into shared memory (one round trip), then compacts the valid
-//      rows in a fixed order (thread, then the thread's slots: the same on every call); -1 and
-//      out-of-range entries are dropped, duplicates stay, as the reference counts them twice;
+//   1. loads its slots' indices into registers (one round trip), then compacts the valid rows
+//      into shared memory in slot order (-1 and out-of-range entries are dropped; duplicates
+//      stay, as the reference counts them twice);
 //   2. gathers them 64 at a time into a two-stage ring, each row once (its 576 values are the
 //      key, its first 512 the value): two bulk copies per row completing on the stage's barrier
 //      (TMA_GATHER), or 72 16-byte cp.async; Q's load is issued first, before the index loads, so
@@ -18,6 +18,7 @@
 // at all gets output 0 and LSE -inf, as in the reference.
 #pragma once
 
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -25,6 +26,8 @@
 
 #include "bulk_copy.cuh"
 #include "dsa_attention.cuh"
+#include "merge_splits.cuh"
+#include "trace.cuh"
 #include "tuning.h"
 #include "warp_mma.cuh"
 
@@ -47,10 +50,21 @@ constexpr int kCkvChunks = kCkvDim / 8;
 constexpr int kRowStride = kKeyDim + 8;
 constexpr int kPStride = kBlockRows + 8;
 constexpr int kLogitChains = 4;                  // divides the 36 k-steps of a logit tile
+// A block's rows are computed in groups of 16 (a warp's logit rows, a PV k-step): groups wholly
+// past the block's last row are skipped, so a split with a few rows (one or two tokens over 16
+// splits: about 2-30 rows each) pays for the rows it has, not for the 64 of a block.
+constexpr int kRowGroup = 16;
+constexpr int kSlotsPerThread = kTopK / kThreads;  // the most index slots a thread compacts
 constexpr uint32_t kRowBytes = kKeyDim * sizeof(__nv_bfloat16);
 static_assert((kKeyDim / 16) % kLogitChains == 0);
 static_assert(kThreads >= 2 * kBlockRows, "a bulk gather gives each row's ckv and kpe a thread");
 static_assert(kLogitTiles == 1 || kLogitTiles == 2, "BLOCK_ROWS / WARPS: 8 or 16 logit rows");
+static_assert(kLogitRows % 8 == 0 && kBlockRows % kRowGroup == 0);
+
+/// The rows of a block of `n` valid rows that the MMAs read: n rounded up to a row group.
+__device__ __forceinline__ int computed_rows(int n) {
+  return min(kBlockRows, (n + kRowGroup - 1) / kRowGroup * kRowGroup);
+}
 
 struct SplitSmem {
   __nv_bfloat16 rows[kStages][kBlockRows][kRowStride];
@@ -60,29 +74,33 @@ struct SplitSmem {
   float warp_sum[kWarps][kHeads];
   uint64_t landed[kStages];                        // bulk gathers: the stage's bytes arrived
   int32_t warp_count[kWarps];
-  // Then, as many of each as the split has slots (sized at launch, so that more splits take less
-  // shared memory: split_smem_bytes): the slots' indices as read, and the compacted cache rows.
+  // Then the compacted cache rows of this split, as many as it has slots: sized at launch, so
+  // that more splits take less shared memory (split_smem_bytes).
 };
 
 /// The dynamic shared memory of a launch with `splits` splits per token.
 inline size_t split_smem_bytes(int splits) {
-  return sizeof(SplitSmem) + 2 * sizeof(int32_t) * ((kTopK + splits - 1) / splits);
+  return sizeof(SplitSmem) + sizeof(int32_t) * ((kTopK + splits - 1) / splits);
 }
 
-static_assert(sizeof(SplitSmem) + 2 * sizeof(int32_t) * kTopK <= 227 * 1024,
+static_assert(sizeof(SplitSmem) + sizeof(int32_t) * kTopK <= 227 * 1024,
               "above an H100/H200 SM's shared memory");
+static_assert(grid_merge_floats(kMergeMaxSplits) * sizeof(float) <= sizeof(SplitSmem::rows),
+              "the in-grid merge's (m, l) and weights reuse the gather stages");
 
-/// Launched on a (tokens, splits) grid.
+/// Launched with tokens x splits CTAs; `fused` (a few tokens) cooperatively, every CTA resident at
+/// once: the token's splits are merged in this grid behind a grid-wide barrier, or, where every
+/// token has at most kSingleCtaMaxRows rows, the first CTA of each token takes all of them and
+/// the others leave (no partials, no barrier).
 __global__ void __launch_bounds__(kThreads, 1)
-    split_kv_attention(AttentionArgs args, SplitPartials partials, int splits) {
+    split_kv_attention(AttentionArgs args, SplitPartials partials, int splits, bool fused) {
   extern __shared__ __align__(128) unsigned char smem_bytes[];
   SplitSmem& s = *reinterpret_cast<SplitSmem*>(smem_bytes);
+  int32_t* valid_rows = reinterpret_cast<int32_t*>(smem_bytes + sizeof(SplitSmem));
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int64_t token = blockIdx.x;
-  const int split = static_cast<int>(blockIdx.y);
-  const int slots = (kTopK - split + splits - 1) / splits;
-  int32_t* slot_rows = reinterpret_cast<int32_t*>(smem_bytes + sizeof(SplitSmem));
-  int32_t* valid_rows = slot_rows + (kTopK + splits - 1) / splits;
+  const int64_t token = blockIdx.x / splits;
+  int split = static_cast<int>(blockIdx.x % splits);
+  trace(kTraceSplit, 0);
   // The merge (a programmatic dependent launch) may start now; it waits for this grid's results.
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   if (kTmaGather && tid == 0) {
@@ -90,14 +108,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     barrier_init_fence();  // published to the other threads by the compaction's first barrier
   }
 
-  // 0. The indices first (the rows wait on them), then Q, which does not depend on them: both
-  //    requests are in flight together, one round trip.
-  const int32_t* token_slots = args.indices + token * kTopK;
-#pragma unroll 1
-  for (int j = tid; j < slots; j += kThreads)
-    copy_4b(&slot_rows[j], token_slots + static_cast<int64_t>(j) * splits + split);
-  gather_commit();
-#pragma unroll 1
+  // 0. Q does not depend on the indices: its load overlaps the compaction's index loads.
   for (int c = tid; c < kHeads * kChunksPerRow; c += kThreads) {
     const int h = c / kChunksPerRow, piece = c % kChunksPerRow;
     const __nv_bfloat16* src =
@@ -107,42 +118,66 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   gather_commit();
 
-  // 1. Compaction: each thread counts the valid rows among its slots (tid, tid + 128, ...), a
-  //    scan over the threads places them, and a second pass writes them.
-  gather_wait<1>();  // this thread's index copies
-  __syncthreads();   // everyone's
-  auto valid_at = [&](int j) {
-    const int32_t row = slot_rows[j];
-    return row >= 0 && row < args.cache_rows;
-  };
-  int mine = 0;
-#pragma unroll 1
-  for (int j = tid; j < slots; j += kThreads) mine += valid_at(j);
-  int before = mine;  // inclusive scan over the warp's lanes
+  // Fused: every CTA counts every token's valid rows (the grid's tokens' indices, all requested
+  // at once), so all take the same way.
+  if (fused) {
+    int mine = 0;
 #pragma unroll
-  for (int d = 1; d < 32; d *= 2) {
-    const int v = __shfl_up_sync(~0u, before, d);
-    if (lane >= d) before += v;
+    for (int t = 0; t < kFusedMaxTokens; ++t)
+#pragma unroll
+      for (int k = 0; k < kSlotsPerThread; ++k) {
+        const int32_t row = t < args.tokens ? args.indices[t * kTopK + k * kThreads + tid] : -1;
+        mine += (row >= 0 && row < args.cache_rows) << (16 * (t % 2));
+      }
+    // Token t's count in bits 16 t to 16 t + 15 (at most 2048 each).
+    mine = __reduce_add_sync(~0u, mine);
+    if (lane == 0) s.warp_count[warp] = mine;
+    __syncthreads();
+    int both = 0;
+    for (int w = 0; w < kWarps; ++w) both += s.warp_count[w];
+    __syncthreads();
+    const bool few = (both & 0xffff) <= kSingleCtaMaxRows && (both >> 16) <= kSingleCtaMaxRows;
+    if (few) {
+      if (split != 0) return;
+      splits = 1;  // this CTA takes the token's every slot and writes its results
+      fused = false;
+    }
   }
-  if (lane == 31) s.warp_count[warp] = before;
-  __syncthreads();
-  before -= mine;
+
+  // 1. The indices, all requested before any is used, then compaction in slot order, 128 slots
+  //    per step (the result is the same on every call).
+  const int32_t* slot_rows = args.indices + token * kTopK;
+  const int slots = (kTopK - split + splits - 1) / splits;
+  int32_t slot_row[kSlotsPerThread];
+#pragma unroll
+  for (int k = 0; k < kSlotsPerThread; ++k) {
+    const int j = k * kThreads + tid;
+    slot_row[k] = j < slots ? slot_rows[j * splits + split] : -1;
+  }
   int count = 0;
 #pragma unroll
-  for (int w = 0; w < kWarps; ++w) {
-    before += w < warp ? s.warp_count[w] : 0;
-    count += s.warp_count[w];
+  for (int k = 0; k < kSlotsPerThread; ++k) {
+    if (k * kThreads >= slots) break;  // the same for every thread
+    const int32_t row = slot_row[k];
+    const bool valid = row >= 0 && row < args.cache_rows;
+    const unsigned ballot = __ballot_sync(~0u, valid);
+    if (lane == 0) s.warp_count[warp] = __popc(ballot);
+    __syncthreads();
+    int before = count, total = 0;
+    for (int w = 0; w < kWarps; ++w) {
+      before += w < warp ? s.warp_count[w] : 0;
+      total += s.warp_count[w];
+    }
+    if (valid) valid_rows[before + __popc(ballot & ((1u << lane) - 1))] = row;
+    count += total;
+    __syncthreads();
   }
-#pragma unroll 1
-  for (int j = tid; j < slots; j += kThreads)
-    if (valid_at(j)) valid_rows[before++] = slot_rows[j];
-  __syncthreads();
   const int blocks = (count + kBlockRows - 1) / kBlockRows;
+  trace(kTraceSplit, 1);  // indices landed and compacted
 
-  // 2. Gathers of one block into a stage. The cp.async form makes one commit group per block
-  //    (empty ones included, by the caller) so that "all but the newest group landed" always
-  //    means "Q and this block landed"; the bulk form completes each block on its stage's
-  //    barrier.
+  // 2. Gathers: block 0, then block 1. The cp.async form makes one commit group per block, empty
+  //    ones included, so that "all but the newest group landed" always means "Q and this block
+  //    landed"; the bulk form completes each block on its stage's barrier.
   auto gather_block = [&](int block, int stage) {
     const int first = block * kBlockRows;
     if constexpr (kTmaGather) {
@@ -158,14 +193,14 @@ __global__ void __launch_bounds__(kThreads, 1)
           bulk_copy_to_shared(&s.rows[stage][r][kCkvDim], args.kpe + row * kKpeDim,
                               kKpeDim * sizeof(__nv_bfloat16), &s.landed[stage]);
       }
-      // Rows past the count: zeros (their probabilities are 0, but 0 x stale bits may be NaN).
-#pragma unroll 1
-      for (int c = tid; c < (kBlockRows - n) * kChunksPerRow; c += kThreads)
+      // Rows past the count that the MMAs read: zeros (their probabilities are 0, but 0 x stale
+      // bits may be NaN).
+      for (int c = tid; c < (computed_rows(n) - n) * kChunksPerRow; c += kThreads)
         *reinterpret_cast<uint4*>(&s.rows[stage][n + c / kChunksPerRow][c % kChunksPerRow * 8]) =
             make_uint4(0, 0, 0, 0);
     } else {
-#pragma unroll 1
-      for (int c = tid; c < kBlockRows * kChunksPerRow; c += kThreads) {
+      const int rows = computed_rows(min(kBlockRows, count - first));
+      for (int c = tid; c < rows * kChunksPerRow; c += kThreads) {
         const int r = c / kChunksPerRow, piece = c % kChunksPerRow;
         const int i = first + r;
         const bool valid = i < count;
@@ -177,22 +212,18 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
   };
+  if (blocks > 0) gather_block(0, 0);
+  gather_commit();
+  if (blocks > 1) gather_block(1, 1);
+  gather_commit();
 
   // 3. The blocks. Lane (g, q4) holds heads g and g + 8 of every accumulator tile.
   const int g = lane / 4, q4 = lane % 4;
   float o[kOutTiles][4] = {};
   float m_run[2] = {-INFINITY, -INFINITY};
   float l_run[2] = {0.0f, 0.0f};
-#pragma unroll 1
   for (int block = 0; block < blocks; ++block) {
     const int stage = block % kStages;
-    // Block 0 and 1 first, then block + 1 into the stage the previous block freed: two blocks in
-    // flight whenever there are two left.
-#pragma unroll 1
-    for (int b = block == 0 ? 0 : block + 1; b <= block + 1; ++b) {
-      if (b < blocks) gather_block(b, b % kStages);
-      gather_commit();
-    }
     if constexpr (kTmaGather) {
       gather_wait<0>();  // Q
       barrier_wait(&s.landed[stage], (block / kStages) % 2);
@@ -200,20 +231,20 @@ __global__ void __launch_bounds__(kThreads, 1)
       gather_wait<1>();
     }
     __syncthreads();
+    if (block == 0) trace(kTraceSplit, 2);  // the first block's rows landed
     const __nv_bfloat16(*rows)[kRowStride] = s.rows[stage];
     const int row0 = warp * kLogitRows;
+    const int n = computed_rows(min(kBlockRows, count - block * kBlockRows));
 
     // kLogitChains independent accumulators per tile, summed at the end: one chain of 36
     // dependent MMAs per tile would put 36 MMA latencies on every block's critical path.
     float chain[kLogitChains][kLogitTiles][4] = {};
-#pragma unroll 1
-    for (int k_group = 0; k_group < kKeyDim; k_group += 16 * kLogitChains)
+    if (row0 < n)  // else every row of this warp's tiles is past the count
 #pragma unroll
-    for (int step = 0; step < kLogitChains; ++step) {
-      const int k0 = k_group + 16 * step;
+    for (int k0 = 0; k0 < kKeyDim; k0 += 16) {
       uint32_t a[4];
       ldmatrix_x4(a, &s.q[lane % 16][k0 + (lane / 16) * 8]);
-      float(&c)[kLogitTiles][4] = chain[step];
+      float(&c)[kLogitTiles][4] = chain[(k0 / 16) % kLogitChains];
       if constexpr (kLogitTiles == 2) {
         uint32_t b[4];
         ldmatrix_x4(b, &rows[row0 + lane % 8 + (lane / 16) * 8][k0 + (lane / 8) % 2 * 8]);
@@ -293,8 +324,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       o[t][3] *= alpha[1];
     }
     const int col_base = warp * kColsPerWarp;
-#pragma unroll 1
-    for (int k0 = 0; k0 < kBlockRows; k0 += 16) {
+    for (int k0 = 0; k0 < n; k0 += kRowGroup) {
       uint32_t a[4];
       ldmatrix_x4(a, &s.p[lane % 16][k0 + (lane / 16) * 8]);
       for (int t = 0; t < kOutTiles; t += 2) {
@@ -306,37 +336,45 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
     __syncthreads();  // every warp is done with this stage, p and the warp sums
+    if (block + kStages < blocks) gather_block(block + kStages, stage);
+    gather_commit();
   }
 
   gather_wait<0>();  // a split with no row never waited for Q
+  trace(kTraceSplit, 3);  // every block computed
 
-  // 4. Results. m_run and l_run are the same in every warp; lane (g, q4) writes heads g and g + 8.
+  // 4. Results. m_run and l_run are the same in every warp.
   const int col_base = warp * kColsPerWarp + q4 * 2;
-  const int64_t head0 = token * kHeads + g, part0 = (token * splits + split) * kHeads + g;
-  if (splits == 1) {
-    float inv[2];
-    for (int i = 0; i < 2; ++i) inv[i] = l_run[i] > 0.0f ? __fdividef(1.0f, l_run[i]) : 0.0f;
-    __nv_bfloat16* out = args.output + head0 * kCkvDim + col_base;
-    for (int t = 0; t < kOutTiles; ++t)
-      for (int i = 0; i < 2; ++i)
-        *reinterpret_cast<uint32_t*>(out + 8 * i * kCkvDim + t * 8) =
-            pack_bf16x2(o[t][2 * i] * inv[i], o[t][2 * i + 1] * inv[i]);
-  } else if (count > 0) {
-    float* out = partials.o + part0 * kCkvDim + col_base;
-    for (int t = 0; t < kOutTiles; ++t)
-      for (int i = 0; i < 2; ++i)
-        *reinterpret_cast<float2*>(out + 8 * i * kCkvDim + t * 8) =
-            make_float2(o[t][2 * i], o[t][2 * i + 1]);
-  }
-  if (warp == 0 && q4 == 0) {
-#pragma unroll 1
-    for (int i = 0; i < 2; ++i) {
-      const float m = i ? m_run[1] : m_run[0], l = i ? l_run[1] : l_run[0];
-      if (splits == 1)
-        args.lse[head0 + 8 * i] = l > 0.0f ? m + log2f(l) : -INFINITY;
-      else
-        partials.ml[part0 + 8 * i] = make_float2(count > 0 ? m : -INFINITY, l);
+  for (int i = 0; i < 2; ++i) {
+    const int head = g + 8 * i;
+    const int64_t token_head = token * kHeads + head;
+    if (splits == 1) {
+      const float inv = l_run[i] > 0.0f ? 1.0f / l_run[i] : 0.0f;
+      __nv_bfloat16* out = args.output + token_head * kCkvDim + col_base;
+      for (int t = 0; t < kOutTiles; ++t)
+        *reinterpret_cast<uint32_t*>(out + t * 8) =
+            pack_bf16x2(o[t][2 * i] * inv, o[t][2 * i + 1] * inv);
+      if (warp == 0 && q4 == 0)
+        args.lse[token_head] = l_run[i] > 0.0f ? m_run[i] + log2f(l_run[i]) : -INFINITY;
+    } else {
+      const int64_t part = (token * splits + split) * kHeads + head;
+      if (count > 0) {
+        float* out = partials.o + part * kCkvDim + col_base;
+        for (int t = 0; t < kOutTiles; ++t)
+          *reinterpret_cast<float2*>(out + t * 8) = make_float2(o[t][2 * i], o[t][2 * i + 1]);
+      }
+      if (warp == 0 && q4 == 0)
+        partials.ml[part] = make_float2(count > 0 ? m_run[i] : -INFINITY, l_run[i]);
     }
+  }
+  trace(kTraceSplit, 4);  // results stored (issued)
+  if (fused) {
+    // Every split of every token has written its partials (the barrier orders the writes before
+    // any read after it); the gather stages are free for the merge's weights.
+    cooperative_groups::this_grid().sync();
+    merge_token_in_grid(args, partials, splits, token, split,
+                        reinterpret_cast<float*>(&s.rows[0][0][0]));
+    trace(kTraceSplit, 5);  // merged
   }
 }
 

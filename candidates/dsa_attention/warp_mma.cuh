@@ -21,13 +21,6 @@ __device__ __forceinline__ void gather_16b(void* dst, const void* src, bool vali
                : "memory");
 }
 
-/// Copies 4 bytes (an index) from global to shared memory asynchronously, in the same commit
-/// groups as gather_16b.
-__device__ __forceinline__ void copy_4b(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(smem_address(dst)), "l"(src)
-               : "memory");
-}
-
 __device__ __forceinline__ void gather_commit() {
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 }

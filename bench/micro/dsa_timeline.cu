@@ -1,0 +1,167 @@
+// Micro-benchmark: where the time of one DSA sparse attention call goes, phase by phase. Built
+// with the split route's sources (run_dsa_timeline.sh: -DDSA_TRACE and the folder's -I), it calls
+// khk::dsa_attention::dispatch() on fresh inputs and reads the %globaltimer marks the kernels
+// leave (trace.cuh). Per case, the median over kReps calls, each after a 256 MiB L2 flush (or
+// none, the "warm" cases), of each phase's time from the first split CTA's start:
+//   split: 0 entry, 1 indices compacted, 2 first block landed, 3 blocks computed, 4 stored,
+//          5 merged in the grid (the fused launch of a few tokens)
+//   merge: 0 entry, 1 past griddepcontrol.wait, 2 stored
+// as the median and the last of the CTAs that reached it (a CTA that left early, or a route
+// without the phase, has none: 0), and the call's span by CUDA events (host launch included).
+// Prints one JSON object.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "dispatch.cu"
+
+namespace {
+
+namespace dsa = khk::dsa_attention;
+
+constexpr int kReps = 15;
+constexpr std::size_t kFlushBytes = std::size_t{256} << 20;
+constexpr int64_t kPages = 8462;  // the official workloads' cache
+constexpr int64_t kRows = kPages * dsa::kPageSize;
+
+struct Case {
+  const char* name;
+  int tokens;
+  int valid;        // valid indices per token (the rest -1)
+  bool scattered;   // random rows, else one contiguous span per token
+  bool flush;
+};
+
+bool ok(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return true;
+  std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+  return false;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// The median and the largest of phase `phase` over the `ctas` CTAs that reached it, in us after
+// `origin`; false when none did.
+bool phase_stats(const uint64_t (*trace)[dsa::kTracePhases], int ctas, int phase, uint64_t origin,
+                 double& mid, double& last) {
+  std::vector<double> t;
+  for (int c = 0; c < ctas; ++c)
+    if (trace[c][phase] != 0) t.push_back((trace[c][phase] - origin) / 1000.0);
+  if (t.empty()) return false;
+  mid = median(t);
+  last = *std::max_element(t.begin(), t.end());
+  return true;
+}
+
+}  // namespace
+
+int main() {
+  const std::vector<Case> cases = {
+      {"1 token, 27 rows (span)", 1, 27, false, true},
+      {"1 token, 2048 rows (scattered)", 1, 2048, true, true},
+      {"2 tokens, 100 rows (span)", 2, 100, false, true},
+      {"2 tokens, 200 rows (span)", 2, 200, false, true},
+      {"8 tokens, 600 rows (span)", 8, 600, false, true},
+      {"8 tokens, 2048 rows (scattered)", 8, 2048, true, true},
+      {"8 tokens, 2048 rows (scattered), L2 warm", 8, 2048, true, false},
+      {"1 token, 27 rows (span), L2 warm", 1, 27, false, false},
+  };
+  constexpr int kMaxTokens = 8;
+  __nv_bfloat16 *q_nope, *q_pe, *ckv, *kpe, *out;
+  float* lse;
+  int32_t* indices;
+  void *flush, *workspace;
+  const uint64_t workspace_bytes = dsa::workspace_bytes(1) * kMaxTokens;
+  if (!ok(cudaMalloc(&q_nope, kMaxTokens * dsa::kHeads * dsa::kCkvDim * 2), "cudaMalloc") ||
+      !ok(cudaMalloc(&q_pe, kMaxTokens * dsa::kHeads * dsa::kKpeDim * 2), "cudaMalloc") ||
+      !ok(cudaMalloc(&ckv, kRows * dsa::kCkvDim * 2), "cudaMalloc") ||
+      !ok(cudaMalloc(&kpe, kRows * dsa::kKpeDim * 2), "cudaMalloc") ||
+      !ok(cudaMalloc(&out, kMaxTokens * dsa::kHeads * dsa::kCkvDim * 2), "cudaMalloc") ||
+      !ok(cudaMalloc(&lse, kMaxTokens * dsa::kHeads * 4), "cudaMalloc") ||
+      !ok(cudaMalloc(&indices, kMaxTokens * dsa::kTopK * 4), "cudaMalloc") ||
+      !ok(cudaMalloc(&flush, kFlushBytes), "cudaMalloc") ||
+      !ok(cudaMalloc(&workspace, std::max<uint64_t>(workspace_bytes, 16)), "cudaMalloc"))
+    return 1;
+  // Small values: the numbers do not matter here, only that they are finite.
+  cudaMemset(q_nope, 0x3c, kMaxTokens * dsa::kHeads * dsa::kCkvDim * 2);
+  cudaMemset(q_pe, 0x3c, kMaxTokens * dsa::kHeads * dsa::kKpeDim * 2);
+  cudaMemset(ckv, 0x3c, kRows * dsa::kCkvDim * 2);
+  cudaMemset(kpe, 0x3c, kRows * dsa::kKpeDim * 2);
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  std::mt19937 rng(7);
+
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, 0);
+  std::printf("{\"gpu\": \"%s\", \"method\": \"%%globaltimer marks of the split route's kernels "
+              "(trace.cuh), from the first split CTA's start; median of %d calls\", \"cases\": [\n",
+              prop.name, kReps);
+  for (std::size_t k = 0; k < cases.size(); ++k) {
+    const Case& c = cases[k];
+    std::vector<int32_t> host(static_cast<std::size_t>(c.tokens) * dsa::kTopK, -1);
+    std::vector<double> span, phases[2][dsa::kTracePhases][2];
+    int split_ctas = 0, merge_ctas = 0;
+    for (int rep = 0; rep < kReps; ++rep) {
+      for (int t = 0; t < c.tokens; ++t) {
+        const int64_t first = std::uniform_int_distribution<int64_t>(0, kRows - c.valid)(rng);
+        for (int j = 0; j < c.valid; ++j)
+          host[t * dsa::kTopK + j] = static_cast<int32_t>(
+              c.scattered ? std::uniform_int_distribution<int64_t>(0, kRows - 1)(rng) : first + j);
+      }
+      cudaMemcpy(indices, host.data(), host.size() * 4, cudaMemcpyHostToDevice);
+      dsa::AttentionArgs args{q_nope, q_pe, ckv, kpe, indices, 0.1f, out, lse, c.tokens, kRows};
+      static uint64_t zeros[2][dsa::kTraceCtas][dsa::kTracePhases];
+      cudaMemcpyToSymbol(dsa::g_trace, zeros, sizeof(zeros));
+      if (c.flush) cudaMemset(flush, rep, kFlushBytes);
+      cudaEventRecord(start);
+      if (!ok(dsa::dispatch(args, workspace, workspace_bytes, nullptr), "dispatch")) return 1;
+      cudaEventRecord(stop);
+      if (!ok(cudaDeviceSynchronize(), "call")) return 1;
+      float ms = 0.0f;
+      cudaEventElapsedTime(&ms, start, stop);
+      span.push_back(ms * 1000.0);
+      static uint64_t trace[2][dsa::kTraceCtas][dsa::kTracePhases];
+      cudaMemcpyFromSymbol(trace, dsa::g_trace, sizeof(trace));
+      split_ctas = merge_ctas = 0;
+      while (split_ctas < dsa::kTraceCtas && trace[0][split_ctas][0] != 0) ++split_ctas;
+      while (merge_ctas < dsa::kTraceCtas && trace[1][merge_ctas][0] != 0) ++merge_ctas;
+      uint64_t origin = ~uint64_t{0};
+      for (int i = 0; i < split_ctas; ++i) origin = std::min(origin, trace[0][i][0]);
+      for (int kernel = 0; kernel < 2; ++kernel)
+        for (int p = 0; p < (kernel == 0 ? 6 : 3); ++p) {
+          const int ctas = kernel == 0 ? split_ctas : merge_ctas;
+          double mid, last;
+          if (!phase_stats(trace[kernel], ctas, p, origin, mid, last)) continue;
+          phases[kernel][p][0].push_back(mid);
+          phases[kernel][p][1].push_back(last);
+        }
+    }
+    std::printf("  {\"case\": \"%s\", \"tokens\": %d, \"valid_per_token\": %d, \"split_ctas\": %d, "
+                "\"merge_ctas\": %d, \"event_span_us\": %.2f,\n",
+                c.name, c.tokens, c.valid, split_ctas, merge_ctas, median(span));
+    static const char* names[2][6] = {
+        {"entry", "indices_compacted", "first_block_landed", "blocks_computed", "stored", "merged"},
+        {"entry", "split_results_visible", "stored", "", "", ""}};
+    for (int kernel = 0; kernel < 2; ++kernel) {
+      std::printf("   \"%s\": {", kernel == 0 ? "split" : "merge");
+      for (int p = 0; p < (kernel == 0 ? 6 : 3); ++p)
+        std::printf("%s\"%s\": [%.2f, %.2f]", p ? ", " : "", names[kernel][p],
+                    median(phases[kernel][p][0]), median(phases[kernel][p][1]));
+      std::printf("}%s\n", kernel == 0 ? "," : "");
+    }
+    std::printf("  }%s\n", k + 1 < cases.size() ? "," : "");
+  }
+  std::printf("], \"phase_format\": \"[median CTA, last CTA] in us from the first split CTA's "
+              "start\"}\n");
+  return 0;
+}
