@@ -4,7 +4,7 @@
 // leave (trace.cuh). Per case, the median over kReps calls, each after a 256 MiB L2 flush (or
 // none, the "warm" cases), of each phase's time from the first split CTA's start:
 //   split: 0 entry, 1 indices compacted, 2 first block landed, 3 blocks computed, 4 stored,
-//          5 merged in the grid (the fused launch of a few tokens)
+//          5 merged in the grid, 6 past the grid barrier (the fused launch of a few tokens)
 //   merge: 0 entry, 1 past griddepcontrol.wait, 2 stored
 // as the median and the last of the CTAs that reached it (a CTA that left early, or a route
 // without the phase, has none: 0), and the call's span by CUDA events (host launch included).
@@ -70,6 +70,7 @@ int main() {
       {"1 token, 2048 rows (scattered)", 1, 2048, true, true},
       {"2 tokens, 100 rows (span)", 2, 100, false, true},
       {"2 tokens, 200 rows (span)", 2, 200, false, true},
+      {"2 tokens, 400 rows (span)", 2, 400, false, true},
       {"8 tokens, 600 rows (span)", 8, 600, false, true},
       {"8 tokens, 2048 rows (scattered)", 8, 2048, true, true},
       {"8 tokens, 2048 rows (scattered), L2 warm", 8, 2048, true, false},
@@ -138,7 +139,7 @@ int main() {
       uint64_t origin = ~uint64_t{0};
       for (int i = 0; i < split_ctas; ++i) origin = std::min(origin, trace[0][i][0]);
       for (int kernel = 0; kernel < 2; ++kernel)
-        for (int p = 0; p < (kernel == 0 ? 6 : 3); ++p) {
+        for (int p = 0; p < (kernel == 0 ? 7 : 3); ++p) {
           const int ctas = kernel == 0 ? split_ctas : merge_ctas;
           double mid, last;
           if (!phase_stats(trace[kernel], ctas, p, origin, mid, last)) continue;
@@ -149,12 +150,13 @@ int main() {
     std::printf("  {\"case\": \"%s\", \"tokens\": %d, \"valid_per_token\": %d, \"split_ctas\": %d, "
                 "\"merge_ctas\": %d, \"event_span_us\": %.2f,\n",
                 c.name, c.tokens, c.valid, split_ctas, merge_ctas, median(span));
-    static const char* names[2][6] = {
-        {"entry", "indices_compacted", "first_block_landed", "blocks_computed", "stored", "merged"},
-        {"entry", "split_results_visible", "stored", "", "", ""}};
+    static const char* names[2][7] = {
+        {"entry", "indices_compacted", "first_block_landed", "blocks_computed", "stored", "merged",
+         "past_grid_barrier"},
+        {"entry", "split_results_visible", "stored", "", "", "", ""}};
     for (int kernel = 0; kernel < 2; ++kernel) {
       std::printf("   \"%s\": {", kernel == 0 ? "split" : "merge");
-      for (int p = 0; p < (kernel == 0 ? 6 : 3); ++p)
+      for (int p = 0; p < (kernel == 0 ? 7 : 3); ++p)
         std::printf("%s\"%s\": [%.2f, %.2f]", p ? ", " : "", names[kernel][p],
                     median(phases[kernel][p][0]), median(phases[kernel][p][1]));
       std::printf("}%s\n", kernel == 0 ? "," : "");

@@ -47,8 +47,12 @@ cudaError_t allow_split_smem() {
   if (cudaGetDevice(&device) != cudaSuccess) return cudaGetLastError();
   if (device >= 0 && device < kMaxDevices && done[device].load(std::memory_order_relaxed))
     return cudaSuccess;
-  const cudaError_t e = cudaFuncSetAttribute(
-      split_kv_attention, cudaFuncAttributeMaxDynamicSharedMemorySize, split_smem_bytes(1));
+  cudaError_t e = cudaFuncSetAttribute(split_kv_attention<false>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       split_smem_bytes(1));
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(split_kv_attention<true>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, split_smem_bytes(1));
   if (e == cudaSuccess && device >= 0 && device < kMaxDevices)
     done[device].store(true, std::memory_order_relaxed);
   return e;
@@ -106,12 +110,13 @@ cudaError_t dispatch(const AttentionArgs& args, void* workspace, uint64_t bytes,
     cooperative.val.cooperative = 1;
     fused.attrs = &cooperative;
     fused.numAttrs = 1;
-    const cudaError_t e = cudaLaunchKernelEx(&fused, split_kv_attention, args, partials, splits, true);
+    const cudaError_t e =
+        cudaLaunchKernelEx(&fused, split_kv_attention<true>, args, partials, splits);
     if (e != cudaErrorCooperativeLaunchTooLarge) return e;
     cudaGetLastError();  // fewer SMs than the device has (MPS): the two-kernel route instead
   }
-  split_kv_attention<<<ctas, kThreads, split_smem_bytes(splits), stream>>>(args, partials, splits,
-                                                                          false);
+  split_kv_attention<false><<<ctas, kThreads, split_smem_bytes(splits), stream>>>(args, partials,
+                                                                                 splits);
   if (splits == 1) return cudaGetLastError();
   cudaLaunchConfig_t merge{};
   merge.gridDim = dim3(static_cast<unsigned>(args.tokens * kHeads * kMergeCtasPerHead));

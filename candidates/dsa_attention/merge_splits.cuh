@@ -8,7 +8,7 @@
 //   - merge_splits, a second kernel, launched as a programmatic dependent of the split kernel
 //     (when kMergePdl): its CTAs start while the split kernel runs and wait in
 //     griddepcontrol.wait until its results are visible;
-//   - merge_token_in_grid, the split kernel's own CTAs behind a grid-wide barrier (the fused
+//   - merge_heads_in_grid, the split kernel's own CTAs behind a grid-wide barrier (the fused
 //     launch for a few tokens, route_split_kv.cuh): no second launch, whose host-side submission
 //     the GPU otherwise waits for when the split kernel is short (one token: 2.9 us of a 10.4 us
 //     call on one H200 under the official timer's CUPTI tracing).
@@ -96,7 +96,7 @@ __device__ __forceinline__ float merged_lse(float M, float L) {
 /// The second kernel: one CTA per (token, head, 256 columns).
 __global__ void __launch_bounds__(kMergeThreads)
     merge_splits(AttentionArgs args, SplitPartials partials, int splits) {
-  __shared__ float weight[kMergeMaxSplits];
+  __shared__ float weight[kMergeMaxSplits];  // 2^(m_s - M), 0 for an empty split
   __shared__ float l_of[kMergeMaxSplits];
   __shared__ float m_of[kMergeMaxSplits];
   const int64_t token_head = blockIdx.x / kMergeCtasPerHead;
@@ -104,71 +104,90 @@ __global__ void __launch_bounds__(kMergeThreads)
   const int64_t token = token_head / kHeads;
   const int head = static_cast<int>(token_head % kHeads);
   const int col = (part * kMergeThreads + threadIdx.x) * 4;
+  auto at_split = [&](int s) { return (token * splits + s) * kHeads + head; };
+
+  // Loads kMergeBatch splits' O (past the last split: the last one again, at weight 0).
+  float4 v[kMergeBatch];
+  auto load_batch = [&](int first) {
+#pragma unroll
+    for (int b = 0; b < kMergeBatch; ++b) {
+      const int split = min(first + b, splits - 1);
+      v[b] = *reinterpret_cast<const float4*>(partials.o + at_split(split) * kCkvDim + col);
+    }
+  };
 
   trace(kTraceMerge, 0);
   asm volatile("griddepcontrol.wait;\n" ::: "memory");  // the split kernel's results
   trace(kTraceMerge, 1);
   // The first batch of O is requested together with the (m, l) it is weighed by: one round trip
   // to L2, not two, for up to kMergeBatch splits.
-  QuadMerge quad;
-  quad.load(partials, splits, token, head, col, 0);
-  for (int s = threadIdx.x; s < splits; s += kMergeThreads)
-    load_ml(partials, split_index(token, splits, s, head), m_of[s], l_of[s]);
+  load_batch(0);
+  for (int s = threadIdx.x; s < splits; s += kMergeThreads) {
+    const float2 ml = partials.ml[at_split(s)];
+    m_of[s] = ml.y > 0.0f ? ml.x : -INFINITY;
+    l_of[s] = ml.y > 0.0f ? ml.y : 0.0f;
+  }
   __syncthreads();
   float M = -INFINITY;
   for (int s = 0; s < splits; ++s) M = fmaxf(M, m_of[s]);
   for (int s = threadIdx.x; s < splits; s += kMergeThreads)
     weight[s] = l_of[s] > 0.0f ? exp2f(m_of[s] - M) : 0.0f;
   __syncthreads();
+
   float L = 0.0f;
   for (int s = 0; s < splits; ++s) L += weight[s] * l_of[s];
-  quad.finish(args, partials, splits, token, head, col, weight, L);
-  if (part == 0 && threadIdx.x == 0) args.lse[token_head] = merged_lse(M, L);
+  float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  for (int first = 0; first < splits; first += kMergeBatch) {
+    if (first > 0) load_batch(first);
+#pragma unroll
+    for (int b = 0; b < kMergeBatch; ++b) {
+      const float w = first + b < splits ? weight[first + b] : 0.0f;
+      acc.x += w > 0.0f ? w * v[b].x : 0.0f;
+      acc.y += w > 0.0f ? w * v[b].y : 0.0f;
+      acc.z += w > 0.0f ? w * v[b].z : 0.0f;
+      acc.w += w > 0.0f ? w * v[b].w : 0.0f;
+    }
+  }
+  const float inv = L > 0.0f ? 1.0f / L : 0.0f;
+  uint2 packed;
+  packed.x = pack_bf16x2(acc.x * inv, acc.y * inv);
+  packed.y = pack_bf16x2(acc.z * inv, acc.w * inv);
+  *reinterpret_cast<uint2*>(args.output + token_head * kCkvDim + col) = packed;
+  if (part == 0 && threadIdx.x == 0) args.lse[token_head] = L > 0.0f ? M + log2f(L) : -INFINITY;
   trace(kTraceMerge, 2);
 }
 
-/// The shared memory merge_token_in_grid takes (floats), for `splits` splits.
-__host__ __device__ constexpr int grid_merge_floats(int splits) {
-  return 3 * kHeads * splits + kHeads;
-}
+/// The shared memory merge_heads_in_grid takes (floats), for `splits` splits.
+__host__ __device__ constexpr int grid_merge_floats(int splits) { return 3 * splits; }
 
-/// Called by each of token `token`'s `splits` CTAs (split `split`) once every split's partials
-/// are visible (after a grid-wide barrier): together they write the token's output and LSE, the
-/// CTA of split s taking merge items s * threads + tid, then every splits * threads further.
-/// `smem` holds grid_merge_floats(splits) floats.
-__device__ __forceinline__ void merge_token_in_grid(const AttentionArgs& args,
+/// Called by each of token `token`'s `splits` CTAs (split `split`, kCkvDim / 4 threads) once
+/// every split's partials are visible (after a grid-wide barrier): the CTA of split s writes the
+/// output and LSE of heads s, s + splits, ..., each thread one quad of columns. Per head one round
+/// trip (its splits' O quads with their (m, l)) and two barriers. `smem` holds
+/// grid_merge_floats(splits) floats.
+__device__ __forceinline__ void merge_heads_in_grid(const AttentionArgs& args,
                                                     const SplitPartials& partials, int splits,
                                                     int64_t token, int split, float* smem) {
-  float* m_of = smem;                          // [head][split]
-  float* l_of = m_of + kHeads * splits;
-  float* weight = l_of + kHeads * splits;
-  float* head_max = weight + kHeads * splits;  // [head]
-  const int tid = threadIdx.x, threads = blockDim.x;
-  const int stride = splits * threads;
-  int item = split * threads + tid;
-  QuadMerge quad;
-  if (item < kHeads * kQuadsPerHead)
-    quad.load(partials, splits, token, item / kQuadsPerHead, item % kQuadsPerHead * 4, 0);
-  for (int i = tid; i < kHeads * splits; i += threads)
-    load_ml(partials, split_index(token, splits, i % splits, i / splits), m_of[i], l_of[i]);
-  __syncthreads();
-  if (tid < kHeads) {
+  float* m_of = smem;
+  float* l_of = m_of + splits;
+  float* weight = l_of + splits;
+  const int tid = threadIdx.x, col = tid * 4;
+  for (int head = split; head < kHeads; head += splits) {
+    QuadMerge quad;
+    quad.load(partials, splits, token, head, col, 0);
+    for (int s = tid; s < splits; s += blockDim.x)
+      load_ml(partials, split_index(token, splits, s, head), m_of[s], l_of[s]);
+    __syncthreads();
     float M = -INFINITY;
-    for (int s = 0; s < splits; ++s) M = fmaxf(M, m_of[tid * splits + s]);
-    head_max[tid] = M;
-  }
-  __syncthreads();
-  for (int i = tid; i < kHeads * splits; i += threads)
-    weight[i] = l_of[i] > 0.0f ? exp2f(m_of[i] - head_max[i / splits]) : 0.0f;
-  __syncthreads();
-  for (bool first = true; item < kHeads * kQuadsPerHead; item += stride, first = false) {
-    const int head = item / kQuadsPerHead, col = item % kQuadsPerHead * 4;
-    if (!first) quad.load(partials, splits, token, head, col, 0);
-    const float* w = weight + head * splits;
+    for (int s = 0; s < splits; ++s) M = fmaxf(M, m_of[s]);
+    for (int s = tid; s < splits; s += blockDim.x)
+      weight[s] = l_of[s] > 0.0f ? exp2f(m_of[s] - M) : 0.0f;
+    __syncthreads();
     float L = 0.0f;
-    for (int s = 0; s < splits; ++s) L += w[s] * l_of[head * splits + s];
-    quad.finish(args, partials, splits, token, head, col, w, L);
-    if (col == 0) args.lse[token * kHeads + head] = merged_lse(head_max[head], L);
+    for (int s = 0; s < splits; ++s) L += weight[s] * l_of[s];
+    quad.finish(args, partials, splits, token, head, col, weight, L);
+    if (tid == 0) args.lse[token * kHeads + head] = merged_lse(M, L);
+    __syncthreads();  // m_of, l_of and weight are the next head's
   }
 }
 

@@ -2,8 +2,8 @@
 // split of its 2048 index slots (slots split, split + splits, ...: the round-robin deal spreads the
 // valid rows evenly however the padding is placed). A CTA
 //   1. loads its slots' indices into registers (one round trip), then compacts the valid rows
-//      into shared memory in slot order (-1 and out-of-range entries are dropped; duplicates
-//      stay, as the reference counts them twice);
+//      into shared memory by a scan over the threads (-1 and out-of-range entries are dropped;
+//      duplicates stay, as the reference counts them twice);
 //   2. gathers them 64 at a time into a two-stage ring, each row once (its 576 values are the
 //      key, its first 512 the value): two bulk copies per row completing on the stage's barrier
 //      (TMA_GATHER), or 72 16-byte cp.async; Q's load is issued first, before the index loads, so
@@ -63,7 +63,7 @@ static_assert(kLogitRows % 8 == 0 && kBlockRows % kRowGroup == 0);
 
 /// The rows of a block of `n` valid rows that the MMAs read: n rounded up to a row group.
 __device__ __forceinline__ int computed_rows(int n) {
-  return min(kBlockRows, (n + kRowGroup - 1) / kRowGroup * kRowGroup);
+  return kRowSkip ? min(kBlockRows, (n + kRowGroup - 1) / kRowGroup * kRowGroup) : kBlockRows;
 }
 
 struct SplitSmem {
@@ -87,13 +87,17 @@ static_assert(sizeof(SplitSmem) + sizeof(int32_t) * kTopK <= 227 * 1024,
               "above an H100/H200 SM's shared memory");
 static_assert(grid_merge_floats(kMergeMaxSplits) * sizeof(float) <= sizeof(SplitSmem::rows),
               "the in-grid merge's (m, l) and weights reuse the gather stages");
+static_assert(kCkvDim / 4 == kThreads, "the in-grid merge gives each thread one quad of a head");
 
-/// Launched with tokens x splits CTAs; `fused` (a few tokens) cooperatively, every CTA resident at
+/// Launched with tokens x splits CTAs; kFused (a few tokens) cooperatively, every CTA resident at
 /// once: the token's splits are merged in this grid behind a grid-wide barrier, or, where every
 /// token has at most kSingleCtaMaxRows rows, the first CTA of each token takes all of them and
 /// the others leave (no partials, no barrier).
+/// Two instantiations, so that the route of many tokens carries none of the fused route's code.
+template <bool kFused>
 __global__ void __launch_bounds__(kThreads, 1)
-    split_kv_attention(AttentionArgs args, SplitPartials partials, int splits, bool fused) {
+    split_kv_attention(AttentionArgs args, SplitPartials partials, int splits) {
+  bool merge_in_grid = kFused;  // until every token turns out to have few rows
   extern __shared__ __align__(128) unsigned char smem_bytes[];
   SplitSmem& s = *reinterpret_cast<SplitSmem*>(smem_bytes);
   int32_t* valid_rows = reinterpret_cast<int32_t*>(smem_bytes + sizeof(SplitSmem));
@@ -118,59 +122,90 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   gather_commit();
 
-  // Fused: every CTA counts every token's valid rows (the grid's tokens' indices, all requested
-  // at once), so all take the same way.
-  if (fused) {
-    int mine = 0;
+  // 1. The indices, all requested before any is used (slot j * splits + split for j = k * 128 +
+  //    tid), then compacted: each thread counts its valid ones, a scan over the threads places
+  //    them (in thread, then k order: the same on every call).
+  //    Fused, every CTA reads every token's indices and counts their valid rows, so that all take
+  //    the same way; when no token has more than kSingleCtaMaxRows, each token's first CTA keeps
+  //    its token's indices as read (its slots with splits = 1) and the others leave.
+  int32_t slot_row[kSlotsPerThread];
+  bool have_slots = false;
+  if constexpr (kFused) {
+    int counts = 0;  // token t's count in bits 16 t to 16 t + 15 (at most 2048 each)
 #pragma unroll
     for (int t = 0; t < kFusedMaxTokens; ++t)
 #pragma unroll
       for (int k = 0; k < kSlotsPerThread; ++k) {
         const int32_t row = t < args.tokens ? args.indices[t * kTopK + k * kThreads + tid] : -1;
-        mine += (row >= 0 && row < args.cache_rows) << (16 * (t % 2));
+        counts += (row >= 0 && row < args.cache_rows) << (16 * t);
+        if (t == token) slot_row[k] = row;
       }
-    // Token t's count in bits 16 t to 16 t + 15 (at most 2048 each).
-    mine = __reduce_add_sync(~0u, mine);
-    if (lane == 0) s.warp_count[warp] = mine;
+    counts = __reduce_add_sync(~0u, counts);
+    if (lane == 0) s.warp_count[warp] = counts;
     __syncthreads();
-    int both = 0;
-    for (int w = 0; w < kWarps; ++w) both += s.warp_count[w];
+    counts = 0;
+    for (int w = 0; w < kWarps; ++w) counts += s.warp_count[w];
     __syncthreads();
-    const bool few = (both & 0xffff) <= kSingleCtaMaxRows && (both >> 16) <= kSingleCtaMaxRows;
-    if (few) {
+    if ((counts & 0xffff) <= kSingleCtaMaxRows && (counts >> 16) <= kSingleCtaMaxRows) {
       if (split != 0) return;
       splits = 1;  // this CTA takes the token's every slot and writes its results
-      fused = false;
+      merge_in_grid = false;
+      have_slots = true;
     }
   }
-
-  // 1. The indices, all requested before any is used, then compaction in slot order, 128 slots
-  //    per step (the result is the same on every call).
-  const int32_t* slot_rows = args.indices + token * kTopK;
   const int slots = (kTopK - split + splits - 1) / splits;
-  int32_t slot_row[kSlotsPerThread];
+  if (!have_slots) {
+    const int32_t* slot_rows = args.indices + token * kTopK;
 #pragma unroll
-  for (int k = 0; k < kSlotsPerThread; ++k) {
-    const int j = k * kThreads + tid;
-    slot_row[k] = j < slots ? slot_rows[j * splits + split] : -1;
+    for (int k = 0; k < kSlotsPerThread; ++k) {
+      const int j = k * kThreads + tid;
+      slot_row[k] = j < slots ? slot_rows[j * splits + split] : -1;
+    }
   }
+  // A scan where threads hold several slots (few splits; one CTA taking a whole token), else the
+  // ballot of one 128-slot step (on one H200 the scan was 1-3 % slower at 8 tokens x 16 splits,
+  // one slot a thread).
   int count = 0;
+  if (slots > kThreads) {
+    int mine = 0;
 #pragma unroll
-  for (int k = 0; k < kSlotsPerThread; ++k) {
-    if (k * kThreads >= slots) break;  // the same for every thread
-    const int32_t row = slot_row[k];
-    const bool valid = row >= 0 && row < args.cache_rows;
-    const unsigned ballot = __ballot_sync(~0u, valid);
-    if (lane == 0) s.warp_count[warp] = __popc(ballot);
+    for (int k = 0; k < kSlotsPerThread; ++k)
+      mine += slot_row[k] >= 0 && slot_row[k] < args.cache_rows;
+    int before = mine;  // inclusive scan over the warp's lanes
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+      const int v = __shfl_up_sync(~0u, before, d);
+      if (lane >= d) before += v;
+    }
+    if (lane == 31) s.warp_count[warp] = before;
     __syncthreads();
-    int before = count, total = 0;
+    before -= mine;
     for (int w = 0; w < kWarps; ++w) {
       before += w < warp ? s.warp_count[w] : 0;
-      total += s.warp_count[w];
+      count += s.warp_count[w];
     }
-    if (valid) valid_rows[before + __popc(ballot & ((1u << lane) - 1))] = row;
-    count += total;
+#pragma unroll
+    for (int k = 0; k < kSlotsPerThread; ++k)
+      if (slot_row[k] >= 0 && slot_row[k] < args.cache_rows) valid_rows[before++] = slot_row[k];
     __syncthreads();
+  } else {  // in slot order, 128 slots per step
+#pragma unroll
+    for (int k = 0; k < kSlotsPerThread; ++k) {
+      if (k * kThreads >= slots) break;  // the same for every thread
+      const int32_t row = slot_row[k];
+      const bool valid = row >= 0 && row < args.cache_rows;
+      const unsigned ballot = __ballot_sync(~0u, valid);
+      if (lane == 0) s.warp_count[warp] = __popc(ballot);
+      __syncthreads();
+      int before = count, total = 0;
+      for (int w = 0; w < kWarps; ++w) {
+        before += w < warp ? s.warp_count[w] : 0;
+        total += s.warp_count[w];
+      }
+      if (valid) valid_rows[before + __popc(ballot & ((1u << lane) - 1))] = row;
+      count += total;
+      __syncthreads();
+    }
   }
   const int blocks = (count + kBlockRows - 1) / kBlockRows;
   trace(kTraceSplit, 1);  // indices landed and compacted
@@ -324,7 +359,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       o[t][3] *= alpha[1];
     }
     const int col_base = warp * kColsPerWarp;
-    for (int k0 = 0; k0 < n; k0 += kRowGroup) {
+    // Unrolled over the whole block (where calls of many tokens spend their time, every block is
+    // full), each step skipped past the block's rows.
+#pragma unroll
+    for (int k0 = 0; k0 < kBlockRows; k0 += kRowGroup) {
+      if (k0 >= n) break;
       uint32_t a[4];
       ldmatrix_x4(a, &s.p[lane % 16][k0 + (lane / 16) * 8]);
       for (int t = 0; t < kOutTiles; t += 2) {
@@ -368,11 +407,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
   }
   trace(kTraceSplit, 4);  // results stored (issued)
-  if (fused) {
+  if (kFused && merge_in_grid) {
     // Every split of every token has written its partials (the barrier orders the writes before
     // any read after it); the gather stages are free for the merge's weights.
     cooperative_groups::this_grid().sync();
-    merge_token_in_grid(args, partials, splits, token, split,
+    trace(kTraceSplit, 6);  // past the grid barrier
+    merge_heads_in_grid(args, partials, splits, token, split,
                         reinterpret_cast<float*>(&s.rows[0][0][0]));
     trace(kTraceSplit, 5);  // merged
   }

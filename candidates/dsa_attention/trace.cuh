@@ -8,7 +8,7 @@
 namespace khk::dsa_attention {
 
 enum TraceKernel { kTraceSplit, kTraceMerge };
-constexpr int kTracePhases = 6;
+constexpr int kTracePhases = 7;
 constexpr int kTraceCtas = 8192;
 
 #if defined(DSA_TRACE)

@@ -4,7 +4,7 @@
 #pragma once
 
 #if !defined(MAX_SPLITS) || !defined(TMA_GATHER) || !defined(MERGE_PDL) || \
-    !defined(FUSED_TOKENS) || !defined(SINGLE_CTA_ROWS)
+    !defined(FUSED_TOKENS) || !defined(SINGLE_CTA_ROWS) || !defined(ROW_SKIP)
 #error "compile with the [params] of kernels/dsa_attention/candidate.toml (-DMAX_SPLITS=... etc.)"
 #endif
 
@@ -33,6 +33,9 @@ constexpr bool kMergePdl = MERGE_PDL;
 // one- and two-token workloads have 20-520 rows.
 constexpr int kFusedMaxTokens = FUSED_TOKENS;
 constexpr int kSingleCtaMaxRows = SINGLE_CTA_ROWS;
+
+// Skip a block's 16-row groups past its last row (1), or compute all 64 rows (0).
+constexpr bool kRowSkip = ROW_SKIP;
 
 static_assert(kMaxSplits >= 1 && kMaxSplits <= 256, "MAX_SPLITS: 1 to 256");
 static_assert(kFusedMaxTokens >= 0 && kFusedMaxTokens <= 2, "FUSED_TOKENS: 0 to 2");
