@@ -1,5 +1,6 @@
 // Route choice for DSA sparse attention. One route today (split-KV, route_split_kv.cuh, with
-// merge_splits.cuh behind it when a token has more than one split). The split count comes from
+// merge_splits.cuh behind it when a token has more than one split: in the same cooperative launch
+// for at most kFusedMaxTokens tokens, else as a second kernel). The split count comes from
 // the token count alone, by the continuous rule in tuning.h, and is capped by the workspace the
 // caller gave; nothing depends on exact shapes, pointer values or the indices' contents (only
 // known on the device), and nothing synchronises, so the call stays CUDA-graph capturable.
@@ -46,8 +47,12 @@ cudaError_t allow_split_smem() {
   if (cudaGetDevice(&device) != cudaSuccess) return cudaGetLastError();
   if (device >= 0 && device < kMaxDevices && done[device].load(std::memory_order_relaxed))
     return cudaSuccess;
-  const cudaError_t e = cudaFuncSetAttribute(
-      split_kv_attention, cudaFuncAttributeMaxDynamicSharedMemorySize, split_smem_bytes(1));
+  cudaError_t e = cudaFuncSetAttribute(split_kv_attention<false>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       split_smem_bytes(1));
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(split_kv_attention<true>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, split_smem_bytes(1));
   if (e == cudaSuccess && device >= 0 && device < kMaxDevices)
     done[device].store(true, std::memory_order_relaxed);
   return e;
@@ -90,8 +95,28 @@ cudaError_t dispatch(const AttentionArgs& args, void* workspace, uint64_t bytes,
                                             args.tokens * splits * kHeads * sizeof(float2));
   }
   if (const cudaError_t e = allow_split_smem(); e != cudaSuccess) return e;
-  split_kv_attention<<<static_cast<unsigned>(args.tokens * splits), kThreads,
-                       split_smem_bytes(splits), stream>>>(args, partials, splits);
+  const unsigned ctas = static_cast<unsigned>(args.tokens * splits);
+  if (splits > 1 && args.tokens <= kFusedMaxTokens) {
+    // T x splits is within one CTA per SM, so the whole grid is resident at once, as the grid
+    // barrier needs; the cooperative launch makes the driver guarantee it. Shared memory for a
+    // whole token's rows: one CTA may take them all.
+    cudaLaunchConfig_t fused{};
+    fused.gridDim = dim3(ctas);
+    fused.blockDim = dim3(kThreads);
+    fused.dynamicSmemBytes = split_smem_bytes(1);
+    fused.stream = stream;
+    cudaLaunchAttribute cooperative{};
+    cooperative.id = cudaLaunchAttributeCooperative;
+    cooperative.val.cooperative = 1;
+    fused.attrs = &cooperative;
+    fused.numAttrs = 1;
+    const cudaError_t e =
+        cudaLaunchKernelEx(&fused, split_kv_attention<true>, args, partials, splits);
+    if (e != cudaErrorCooperativeLaunchTooLarge) return e;
+    cudaGetLastError();  // fewer SMs than the device has (MPS): the two-kernel route instead
+  }
+  split_kv_attention<false><<<ctas, kThreads, split_smem_bytes(splits), stream>>>(args, partials,
+                                                                                 splits);
   if (splits == 1) return cudaGetLastError();
   cudaLaunchConfig_t merge{};
   merge.gridDim = dim3(static_cast<unsigned>(args.tokens * kHeads * kMergeCtasPerHead));

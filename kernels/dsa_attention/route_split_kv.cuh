@@ -2,8 +2,8 @@
 // split of its 2048 index slots (slots split, split + splits, ...: the round-robin deal spreads the
 // valid rows evenly however the padding is placed). A CTA
 //   1. loads its slots' indices into registers (one round trip), then compacts the valid rows
-//      into shared memory in slot order (-1 and out-of-range entries are dropped; duplicates
-//      stay, as the reference counts them twice);
+//      into shared memory by a scan over the threads (-1 and out-of-range entries are dropped;
+//      duplicates stay, as the reference counts them twice);
 //   2. gathers them 64 at a time into a two-stage ring, each row once (its 576 values are the
 //      key, its first 512 the value): two bulk copies per row completing on the stage's barrier
 //      (TMA_GATHER), or 72 16-byte cp.async; Q's load is issued first, before the index loads, so
@@ -18,6 +18,7 @@
 // at all gets output 0 and LSE -inf, as in the reference.
 #pragma once
 
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -25,6 +26,8 @@
 
 #include "bulk_copy.cuh"
 #include "dsa_attention.cuh"
+#include "merge_splits.cuh"
+#include "trace.cuh"
 #include "tuning.h"
 #include "warp_mma.cuh"
 
@@ -47,11 +50,21 @@ constexpr int kCkvChunks = kCkvDim / 8;
 constexpr int kRowStride = kKeyDim + 8;
 constexpr int kPStride = kBlockRows + 8;
 constexpr int kLogitChains = 4;                  // divides the 36 k-steps of a logit tile
+// A block's rows are computed in groups of 16 (a warp's logit rows, a PV k-step): groups wholly
+// past the block's last row are skipped, so a split with a few rows (one or two tokens over 16
+// splits: about 2-30 rows each) pays for the rows it has, not for the 64 of a block.
+constexpr int kRowGroup = 16;
 constexpr int kSlotsPerThread = kTopK / kThreads;  // the most index slots a thread compacts
 constexpr uint32_t kRowBytes = kKeyDim * sizeof(__nv_bfloat16);
 static_assert((kKeyDim / 16) % kLogitChains == 0);
 static_assert(kThreads >= 2 * kBlockRows, "a bulk gather gives each row's ckv and kpe a thread");
 static_assert(kLogitTiles == 1 || kLogitTiles == 2, "BLOCK_ROWS / WARPS: 8 or 16 logit rows");
+static_assert(kLogitRows % 8 == 0 && kBlockRows % kRowGroup == 0);
+
+/// The rows of a block of `n` valid rows that the MMAs read: n rounded up to a row group.
+__device__ __forceinline__ int computed_rows(int n) {
+  return kRowSkip ? min(kBlockRows, (n + kRowGroup - 1) / kRowGroup * kRowGroup) : kBlockRows;
+}
 
 struct SplitSmem {
   __nv_bfloat16 rows[kStages][kBlockRows][kRowStride];
@@ -72,16 +85,26 @@ inline size_t split_smem_bytes(int splits) {
 
 static_assert(sizeof(SplitSmem) + sizeof(int32_t) * kTopK <= 227 * 1024,
               "above an H100/H200 SM's shared memory");
+static_assert(grid_merge_floats(kMergeMaxSplits) * sizeof(float) <= sizeof(SplitSmem::rows),
+              "the in-grid merge's (m, l) and weights reuse the gather stages");
+static_assert(kCkvDim / 4 == kThreads, "the in-grid merge gives each thread one quad of a head");
 
-/// Launched with tokens x splits CTAs.
+/// Launched with tokens x splits CTAs; kFused (a few tokens) cooperatively, every CTA resident at
+/// once: the token's splits are merged in this grid behind a grid-wide barrier, or, where every
+/// token has at most kSingleCtaMaxRows rows, the first CTA of each token takes all of them and
+/// the others leave (no partials, no barrier).
+/// Two instantiations, so that the route of many tokens carries none of the fused route's code.
+template <bool kFused>
 __global__ void __launch_bounds__(kThreads, 1)
     split_kv_attention(AttentionArgs args, SplitPartials partials, int splits) {
+  bool merge_in_grid = kFused;  // until every token turns out to have few rows
   extern __shared__ __align__(128) unsigned char smem_bytes[];
   SplitSmem& s = *reinterpret_cast<SplitSmem*>(smem_bytes);
   int32_t* valid_rows = reinterpret_cast<int32_t*>(smem_bytes + sizeof(SplitSmem));
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int64_t token = blockIdx.x / splits;
-  const int split = static_cast<int>(blockIdx.x % splits);
+  int split = static_cast<int>(blockIdx.x % splits);
+  trace(kTraceSplit, 0);
   // The merge (a programmatic dependent launch) may start now; it waits for this grid's results.
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   if (kTmaGather && tid == 0) {
@@ -99,35 +122,93 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   gather_commit();
 
-  // 1. The indices, all requested before any is used, then compaction in slot order, 128 slots
-  //    per step (the result is the same on every call).
-  const int32_t* slot_rows = args.indices + token * kTopK;
-  const int slots = (kTopK - split + splits - 1) / splits;
+  // 1. The indices, all requested before any is used (slot j * splits + split for j = k * 128 +
+  //    tid), then compacted: each thread counts its valid ones, a scan over the threads places
+  //    them (in thread, then k order: the same on every call).
+  //    Fused, every CTA reads every token's indices and counts their valid rows, so that all take
+  //    the same way; when no token has more than kSingleCtaMaxRows, each token's first CTA keeps
+  //    its token's indices as read (its slots with splits = 1) and the others leave.
   int32_t slot_row[kSlotsPerThread];
+  bool have_slots = false;
+  if constexpr (kFused) {
+    int counts = 0;  // token t's count in bits 16 t to 16 t + 15 (at most 2048 each)
 #pragma unroll
-  for (int k = 0; k < kSlotsPerThread; ++k) {
-    const int j = k * kThreads + tid;
-    slot_row[k] = j < slots ? slot_rows[j * splits + split] : -1;
-  }
-  int count = 0;
+    for (int t = 0; t < kFusedMaxTokens; ++t)
 #pragma unroll
-  for (int k = 0; k < kSlotsPerThread; ++k) {
-    if (k * kThreads >= slots) break;  // the same for every thread
-    const int32_t row = slot_row[k];
-    const bool valid = row >= 0 && row < args.cache_rows;
-    const unsigned ballot = __ballot_sync(~0u, valid);
-    if (lane == 0) s.warp_count[warp] = __popc(ballot);
+      for (int k = 0; k < kSlotsPerThread; ++k) {
+        const int32_t row = t < args.tokens ? args.indices[t * kTopK + k * kThreads + tid] : -1;
+        counts += (row >= 0 && row < args.cache_rows) << (16 * t);
+        if (t == token) slot_row[k] = row;
+      }
+    counts = __reduce_add_sync(~0u, counts);
+    if (lane == 0) s.warp_count[warp] = counts;
     __syncthreads();
-    int before = count, total = 0;
+    counts = 0;
+    for (int w = 0; w < kWarps; ++w) counts += s.warp_count[w];
+    __syncthreads();
+    if ((counts & 0xffff) <= kSingleCtaMaxRows && (counts >> 16) <= kSingleCtaMaxRows) {
+      if (split != 0) return;
+      splits = 1;  // this CTA takes the token's every slot and writes its results
+      merge_in_grid = false;
+      have_slots = true;
+    }
+  }
+  const int slots = (kTopK - split + splits - 1) / splits;
+  if (!have_slots) {
+    const int32_t* slot_rows = args.indices + token * kTopK;
+#pragma unroll
+    for (int k = 0; k < kSlotsPerThread; ++k) {
+      const int j = k * kThreads + tid;
+      slot_row[k] = j < slots ? slot_rows[j * splits + split] : -1;
+    }
+  }
+  // A scan where threads hold several slots (few splits; one CTA taking a whole token), else the
+  // ballot of one 128-slot step (on one H200 the scan was 1-3 % slower at 8 tokens x 16 splits,
+  // one slot a thread).
+  int count = 0;
+  if (slots > kThreads) {
+    int mine = 0;
+#pragma unroll
+    for (int k = 0; k < kSlotsPerThread; ++k)
+      mine += slot_row[k] >= 0 && slot_row[k] < args.cache_rows;
+    int before = mine;  // inclusive scan over the warp's lanes
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+      const int v = __shfl_up_sync(~0u, before, d);
+      if (lane >= d) before += v;
+    }
+    if (lane == 31) s.warp_count[warp] = before;
+    __syncthreads();
+    before -= mine;
     for (int w = 0; w < kWarps; ++w) {
       before += w < warp ? s.warp_count[w] : 0;
-      total += s.warp_count[w];
+      count += s.warp_count[w];
     }
-    if (valid) valid_rows[before + __popc(ballot & ((1u << lane) - 1))] = row;
-    count += total;
+#pragma unroll
+    for (int k = 0; k < kSlotsPerThread; ++k)
+      if (slot_row[k] >= 0 && slot_row[k] < args.cache_rows) valid_rows[before++] = slot_row[k];
     __syncthreads();
+  } else {  // in slot order, 128 slots per step
+#pragma unroll
+    for (int k = 0; k < kSlotsPerThread; ++k) {
+      if (k * kThreads >= slots) break;  // the same for every thread
+      const int32_t row = slot_row[k];
+      const bool valid = row >= 0 && row < args.cache_rows;
+      const unsigned ballot = __ballot_sync(~0u, valid);
+      if (lane == 0) s.warp_count[warp] = __popc(ballot);
+      __syncthreads();
+      int before = count, total = 0;
+      for (int w = 0; w < kWarps; ++w) {
+        before += w < warp ? s.warp_count[w] : 0;
+        total += s.warp_count[w];
+      }
+      if (valid) valid_rows[before + __popc(ballot & ((1u << lane) - 1))] = row;
+      count += total;
+      __syncthreads();
+    }
   }
   const int blocks = (count + kBlockRows - 1) / kBlockRows;
+  trace(kTraceSplit, 1);  // indices landed and compacted
 
   // 2. Gathers: block 0, then block 1. The cp.async form makes one commit group per block, empty
   //    ones included, so that "all but the newest group landed" always means "Q and this block
@@ -147,12 +228,14 @@ __global__ void __launch_bounds__(kThreads, 1)
           bulk_copy_to_shared(&s.rows[stage][r][kCkvDim], args.kpe + row * kKpeDim,
                               kKpeDim * sizeof(__nv_bfloat16), &s.landed[stage]);
       }
-      // Rows past the count: zeros (their probabilities are 0, but 0 x stale bits may be NaN).
-      for (int c = tid; c < (kBlockRows - n) * kChunksPerRow; c += kThreads)
+      // Rows past the count that the MMAs read: zeros (their probabilities are 0, but 0 x stale
+      // bits may be NaN).
+      for (int c = tid; c < (computed_rows(n) - n) * kChunksPerRow; c += kThreads)
         *reinterpret_cast<uint4*>(&s.rows[stage][n + c / kChunksPerRow][c % kChunksPerRow * 8]) =
             make_uint4(0, 0, 0, 0);
     } else {
-      for (int c = tid; c < kBlockRows * kChunksPerRow; c += kThreads) {
+      const int rows = computed_rows(min(kBlockRows, count - first));
+      for (int c = tid; c < rows * kChunksPerRow; c += kThreads) {
         const int r = c / kChunksPerRow, piece = c % kChunksPerRow;
         const int i = first + r;
         const bool valid = i < count;
@@ -183,12 +266,15 @@ __global__ void __launch_bounds__(kThreads, 1)
       gather_wait<1>();
     }
     __syncthreads();
+    if (block == 0) trace(kTraceSplit, 2);  // the first block's rows landed
     const __nv_bfloat16(*rows)[kRowStride] = s.rows[stage];
     const int row0 = warp * kLogitRows;
+    const int n = computed_rows(min(kBlockRows, count - block * kBlockRows));
 
     // kLogitChains independent accumulators per tile, summed at the end: one chain of 36
     // dependent MMAs per tile would put 36 MMA latencies on every block's critical path.
     float chain[kLogitChains][kLogitTiles][4] = {};
+    if (row0 < n)  // else every row of this warp's tiles is past the count
 #pragma unroll
     for (int k0 = 0; k0 < kKeyDim; k0 += 16) {
       uint32_t a[4];
@@ -273,7 +359,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       o[t][3] *= alpha[1];
     }
     const int col_base = warp * kColsPerWarp;
-    for (int k0 = 0; k0 < kBlockRows; k0 += 16) {
+    // Unrolled over the whole block (where calls of many tokens spend their time, every block is
+    // full), each step skipped past the block's rows.
+#pragma unroll
+    for (int k0 = 0; k0 < kBlockRows; k0 += kRowGroup) {
+      if (k0 >= n) break;
       uint32_t a[4];
       ldmatrix_x4(a, &s.p[lane % 16][k0 + (lane / 16) * 8]);
       for (int t = 0; t < kOutTiles; t += 2) {
@@ -290,6 +380,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 
   gather_wait<0>();  // a split with no row never waited for Q
+  trace(kTraceSplit, 3);  // every block computed
 
   // 4. Results. m_run and l_run are the same in every warp.
   const int col_base = warp * kColsPerWarp + q4 * 2;
@@ -314,6 +405,16 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (warp == 0 && q4 == 0)
         partials.ml[part] = make_float2(count > 0 ? m_run[i] : -INFINITY, l_run[i]);
     }
+  }
+  trace(kTraceSplit, 4);  // results stored (issued)
+  if (kFused && merge_in_grid) {
+    // Every split of every token has written its partials (the barrier orders the writes before
+    // any read after it); the gather stages are free for the merge's weights.
+    cooperative_groups::this_grid().sync();
+    trace(kTraceSplit, 6);  // past the grid barrier
+    merge_heads_in_grid(args, partials, splits, token, split,
+                        reinterpret_cast<float*>(&s.rows[0][0][0]));
+    trace(kTraceSplit, 5);  // merged
   }
 }
 
