@@ -24,6 +24,13 @@ namespace {
 
 namespace dsa = khk::dsa_attention;
 
+// The marks trace.cuh's callers leave, per kernel (split, merge), in phase order.
+const char* const kPhaseNames[2][dsa::kTracePhases] = {
+    {"entry", "indices_compacted", "first_block_landed", "blocks_computed", "stored", "merged",
+     "past_grid_barrier"},
+    {"entry", "split_results_visible", "stored"}};
+constexpr int kPhases[2] = {7, 3};
+
 constexpr int kReps = 15;
 constexpr std::size_t kFlushBytes = std::size_t{256} << 20;
 constexpr int64_t kPages = 8462;  // the official workloads' cache
@@ -101,6 +108,8 @@ int main() {
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
   std::mt19937 rng(7);
+  void* trace_marks = nullptr;  // dsa::g_trace, cleared before every call
+  if (!ok(cudaGetSymbolAddress(&trace_marks, dsa::g_trace), "cudaGetSymbolAddress")) return 1;
 
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, 0);
@@ -121,8 +130,7 @@ int main() {
       }
       cudaMemcpy(indices, host.data(), host.size() * 4, cudaMemcpyHostToDevice);
       dsa::AttentionArgs args{q_nope, q_pe, ckv, kpe, indices, 0.1f, out, lse, c.tokens, kRows};
-      static uint64_t zeros[2][dsa::kTraceCtas][dsa::kTracePhases];
-      cudaMemcpyToSymbol(dsa::g_trace, zeros, sizeof(zeros));
+      cudaMemset(trace_marks, 0, sizeof(dsa::g_trace));
       if (c.flush) cudaMemset(flush, rep, kFlushBytes);
       cudaEventRecord(start);
       if (!ok(dsa::dispatch(args, workspace, workspace_bytes, nullptr), "dispatch")) return 1;
@@ -139,7 +147,7 @@ int main() {
       uint64_t origin = ~uint64_t{0};
       for (int i = 0; i < split_ctas; ++i) origin = std::min(origin, trace[0][i][0]);
       for (int kernel = 0; kernel < 2; ++kernel)
-        for (int p = 0; p < (kernel == 0 ? 7 : 3); ++p) {
+        for (int p = 0; p < kPhases[kernel]; ++p) {
           const int ctas = kernel == 0 ? split_ctas : merge_ctas;
           double mid, last;
           if (!phase_stats(trace[kernel], ctas, p, origin, mid, last)) continue;
@@ -150,14 +158,10 @@ int main() {
     std::printf("  {\"case\": \"%s\", \"tokens\": %d, \"valid_per_token\": %d, \"split_ctas\": %d, "
                 "\"merge_ctas\": %d, \"event_span_us\": %.2f,\n",
                 c.name, c.tokens, c.valid, split_ctas, merge_ctas, median(span));
-    static const char* names[2][7] = {
-        {"entry", "indices_compacted", "first_block_landed", "blocks_computed", "stored", "merged",
-         "past_grid_barrier"},
-        {"entry", "split_results_visible", "stored", "", "", "", ""}};
     for (int kernel = 0; kernel < 2; ++kernel) {
       std::printf("   \"%s\": {", kernel == 0 ? "split" : "merge");
-      for (int p = 0; p < (kernel == 0 ? 7 : 3); ++p)
-        std::printf("%s\"%s\": [%.2f, %.2f]", p ? ", " : "", names[kernel][p],
+      for (int p = 0; p < kPhases[kernel]; ++p)
+        std::printf("%s\"%s\": [%.2f, %.2f]", p ? ", " : "", kPhaseNames[kernel][p],
                     median(phases[kernel][p][0]), median(phases[kernel][p][1]));
       std::printf("}%s\n", kernel == 0 ? "," : "");
     }
