@@ -1,6 +1,8 @@
 // Route choice for GDN prefill, on the two sizes the host knows without a sync (the total tokens
 // and the sequences; their lengths live on the device, in cu_seqlens, and are never read back, so
 // the call stays CUDA-graph capturable):
+//   - at least kSmallChunkMinTokens tokens: the small-chunk route, 8 chain warps per CTA from
+//     kSmallChunkWideItems (sequence, head) pairs, else 2;
 //   - at most kSerialMaxTokens tokens: the token-serial route;
 //   - with the workspace for the chunk records and at most kSplitMaxChains (sequence, head)
 //     chains (and kRankMaxSeqs sequences): the split route, its value slabs by the chain's own
@@ -14,6 +16,7 @@
 #include "dispatch.h"
 #include "route_chunked.cuh"
 #include "route_context_parallel.cuh"
+#include "route_small_chunk.cuh"
 #include "route_split.cuh"
 #include "route_token_serial.cuh"
 
@@ -35,13 +38,22 @@ int chain_slabs(int64_t num_seqs) {
   return slabs;
 }
 
+bool takes_small_chunk(int64_t total_tokens) {
+  return kSmallChunkMinTokens > 0 && total_tokens >= kSmallChunkMinTokens;
+}
+
 bool takes_token_serial(int64_t total_tokens) {
   return kSerialMaxTokens > 0 && total_tokens <= kSerialMaxTokens;
 }
 
+// Whether a route that needs no workspace takes the call before the others are considered.
+bool takes_workspace_free(int64_t total_tokens) {
+  return takes_small_chunk(total_tokens) || takes_token_serial(total_tokens);
+}
+
 // Groups per sequence of the context-parallel route; below 2 the route is not taken.
 int context_parallel_groups(int64_t total_tokens, int64_t num_seqs) {
-  if (kCpMaxGroups < 2 || takes_token_serial(total_tokens)) return 0;
+  if (kCpMaxGroups < 2 || takes_workspace_free(total_tokens)) return 0;
   if (total_tokens < kCpMinTokensPerSeq * num_seqs) return 0;
   const int64_t items = num_seqs * kVHeads * chunked_slabs(num_seqs);
   const int64_t groups = kMinCtas / items;
@@ -50,7 +62,7 @@ int context_parallel_groups(int64_t total_tokens, int64_t num_seqs) {
 
 // Whether the split route fits the call's sizes (the workspace is checked by the caller).
 bool takes_split(int64_t total_tokens, int64_t num_seqs) {
-  return !takes_token_serial(total_tokens) && num_seqs <= kRankMaxSeqs &&
+  return !takes_workspace_free(total_tokens) && num_seqs <= kRankMaxSeqs &&
          num_seqs * kVHeads <= kSplitMaxChains;
 }
 
@@ -74,6 +86,9 @@ uint64_t workspace_bytes(int64_t total_tokens, int64_t num_seqs) {
 
 cudaError_t dispatch(const PrefillArgs& args, void* workspace, uint64_t workspace_size,
                      cudaStream_t stream) {
+  if (takes_small_chunk(args.total_tokens))
+    return args.num_seqs * kVHeads >= kSmallChunkWideItems ? launch_small_chunk<8>(args, stream)
+                                                           : launch_small_chunk<2>(args, stream);
   if (takes_token_serial(args.total_tokens)) return launch_token_serial(args, stream);
   const bool aligned = workspace && reinterpret_cast<uintptr_t>(workspace) % 16 == 0;
   if (aligned && takes_split(args.total_tokens, args.num_seqs) &&

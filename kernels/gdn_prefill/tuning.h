@@ -7,11 +7,22 @@
     !defined(SERIAL_MAX_TOKENS) || !defined(CP_MAX_GROUPS) || !defined(CP_MIN_TOKENS) || \
     !defined(SPLIT_MAX_CHAINS) || !defined(CHAIN_MAX_SLABS) || !defined(PREP_WARPS) || \
     !defined(CHAIN_COPIES) || !defined(PREP_CTAS_PER_SM) || !defined(CHAIN_KSPLIT) || \
-    !defined(SPLIT_CP)
+    !defined(SPLIT_CP) || !defined(SMALL_CHUNK_MIN_TOKENS) || !defined(SMALL_CHUNK_WIDE_ITEMS)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
 
 namespace khk::gdn_prefill {
+
+// Calls of at least this many tokens (all sequences together) take the small-chunk route
+// (route_small_chunk.cuh: 16-token chunks, the key-only work on two producer warps ahead of a
+// chain of four small tensor-core products per chunk) before every other route; 0: never. Below
+// it, the token-serial route's shorter pipeline wins (one H200: 3.9 against 6.2 us at 6 tokens).
+constexpr long long kSmallChunkMinTokens = SMALL_CHUNK_MIN_TOKENS;
+// The small-chunk route's CTAs hold 2 chain warps (32 value rows, 4 CTAs per (sequence, head))
+// unless the call has at least this many (sequence, head) pairs, when they hold 8 (one CTA per
+// pair): with few pairs more, narrower CTAs spread the chains over more SMs; with many, the wide
+// ones stop repeating the producer work four times.
+constexpr long long kSmallChunkWideItems = SMALL_CHUNK_WIDE_ITEMS;
 
 // Calls of at most this many tokens (all sequences together) take the token-serial route
 // (route_token_serial.cuh, its knobs in serial_tuning.h), the others the chunked route. The
@@ -93,6 +104,8 @@ constexpr int kSplitCpSlabs = 2;  // 64-column slabs: the fewest CTAs per group 
 constexpr int kRankMaxSeqs = 128;
 
 static_assert(kMinCtas >= 1, "MIN_CTAS: at least 1");
+static_assert(kSmallChunkMinTokens >= 0, "SMALL_CHUNK_MIN_TOKENS: 0 or more");
+static_assert(kSmallChunkWideItems >= 1, "SMALL_CHUNK_WIDE_ITEMS: 1 or more");
 static_assert(kSerialMaxTokens >= 0, "SERIAL_MAX_TOKENS: 0 or more");
 static_assert(kCpMaxGroups >= 0, "CP_MAX_GROUPS: 0 or more");
 static_assert(kSplitMaxChains >= 0, "SPLIT_MAX_CHAINS: 0 or more");

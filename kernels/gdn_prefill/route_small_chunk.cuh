@@ -1,0 +1,116 @@
+// The small-chunk route: the delta rule in chunks of 16 tokens, one CTA per (sequence, value head,
+// tile of kSmallRows value rows), one launch. The chunked route's 64-token chunks pay a 64x64
+// inverse, W and P per chunk on their chain; at 16 tokens that key-only work is a few hundred
+// cycles of two producer warps, run ahead of the chain, and the chain's warps do only the four
+// state products (small_chunk_chain.cuh), each a handful of tensor-core MMAs. Warp roles and the
+// pipeline: small_chunk_layout.h; the producers: small_chunk_producer.cuh.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "small_chunk_chain.cuh"
+#include "small_chunk_producer.cuh"
+
+namespace khk::gdn_prefill {
+
+/// Zeroes the CTA's kRows rows of the output for tokens [from, to) (clamped to [0, T)).
+template <int kRows, int kThreads>
+__device__ __forceinline__ void small_clear_rows(const PrefillArgs& args, int64_t from, int64_t to,
+                                                 int h, int row0) {
+  from = from < 0 ? 0 : from;
+  to = to > args.total_tokens ? args.total_tokens : to;
+  for (int64_t i = threadIdx.x; i < (to - from) * kRows; i += kThreads)
+    args.output[((from + i / kRows) * kVHeads + h) * kHeadSize + row0 + i % kRows] =
+        __float2bfloat16_rn(0.0f);
+}
+
+template <int kRowWarps>
+__global__ void __launch_bounds__(SmallRoles<kRowWarps>::kThreads)
+    small_chunk_kernel(PrefillArgs args) {
+  using Roles = SmallRoles<kRowWarps>;
+  constexpr int kRows = Roles::kRows, kThreads = Roles::kThreads;
+  extern __shared__ __align__(16) unsigned char smem[];
+  SmallSmem& s = *reinterpret_cast<SmallSmem*>(smem);
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int64_t cta = blockIdx.x;
+  const int tile = static_cast<int>(cta % Roles::kTilesPerHead);
+  const int64_t head = cta / Roles::kTilesPerHead;  // sequence * 8 + h
+  const int h = static_cast<int>(head % kVHeads);
+  const int64_t seq = head / kVHeads;
+  const int row0 = tile * kRows;
+  const int64_t begin = args.cu_seqlens[seq], end = args.cu_seqlens[seq + 1];
+  const int64_t length = end > begin ? end - begin : 0;
+  // Tokens outside every sequence get zero output, as in the reference.
+  if (seq == 0) small_clear_rows<kRows, kThreads>(args, 0, begin, h, row0);
+  if (seq == args.num_seqs - 1)
+    small_clear_rows<kRows, kThreads>(args, begin + length, args.total_tokens, h, row0);
+
+  // The chain warps' rows; an empty sequence leaves its state at zero whatever the initial one.
+  float m[16][4];
+  const int64_t rows_at = (head * kHeadSize + row0 + 16 * warp) * kHeadSize;
+  if (warp < kRowWarps)
+    small_load_rows(m, args.state && length > 0 ? args.state + rows_at : nullptr, lane);
+
+  const int64_t chunks = (length + kSmallChunk - 1) / kSmallChunk;
+  const auto chunk_count = [&](int64_t ci) {
+    const int64_t left = length - ci * kSmallChunk;
+    return static_cast<int>(left < kSmallChunk ? left : kSmallChunk);
+  };
+  const float A_log = args.A_log[h], dt_bias = args.dt_bias[h];
+  // Each role's chunk index and ring slots advance by one per iteration (the tile ring of
+  // kSmallTileStages slots, the products and operands alternating).
+  int64_t ci = warp < kRowWarps ? -kSmallChainLag : warp == Roles::kGateWarp ? 0 : -kSmallLoadLead - 1;
+  int slot = static_cast<int>((ci % kSmallTileStages + kSmallTileStages) % kSmallTileStages);
+  int64_t ca = -kSmallLoadLead;  // the gate warp's phase A chunk
+  int slot_a = kSmallTileStages - kSmallLoadLead;
+  for (int64_t it = 0; chunks > 0 && it < chunks + kSmallChainLag; ++it) {
+    if (warp < kRowWarps) {
+      if (ci >= 0) {
+        __nv_bfloat16* out =
+            args.output + ((begin + ci * kSmallChunk) * kVHeads + h) * kHeadSize + row0;
+        small_chain_chunk(m, s.tiles[slot], s.operands[ci & 1], 16 * warp, chunk_count(ci), out,
+                          lane);
+      }
+    } else if (warp == Roles::kGateWarp) {
+      if (ci < chunks)
+        small_request<kRows>(args, s.tiles[slot], begin + ci * kSmallChunk, chunk_count(ci), h,
+                             row0, lane);
+      copy_commit();  // one group per iteration, empty or not
+      if (ca >= 0 && ca < chunks) {
+        copy_wait<kSmallLoadLead>();  // the groups of chunks <= ca have landed
+        __syncwarp();
+        small_gate_products(s.tiles[slot_a], s.products[ca & 1], chunk_count(ca), h, A_log,
+                            dt_bias, lane);
+      }
+      ++ca;
+      slot_a = slot_a + 1 == kSmallTileStages ? 0 : slot_a + 1;
+    } else if (warp == Roles::kSolveWarp) {
+      if (ci >= 0 && ci < chunks)
+        small_solve(s.products[ci & 1], s.scratch, s.operands[ci & 1], args.scale, lane);
+    }
+    ++ci;
+    slot = slot + 1 == kSmallTileStages ? 0 : slot + 1;
+    __syncthreads();
+  }
+  if (warp < kRowWarps) small_store_rows(m, args.new_state + rows_at, lane);
+}
+
+#if defined(__CUDACC__)  // a host build (the tests' CTA emulator) runs the kernel body itself
+/// One CTA per (sequence, head, row tile) of kRowWarps chain warps. The opt-in to more than
+/// 48 KB of shared memory is set on every call, as the other routes do.
+template <int kRowWarps>
+cudaError_t launch_small_chunk(const PrefillArgs& args, cudaStream_t stream) {
+  using Roles = SmallRoles<kRowWarps>;
+  constexpr int bytes = sizeof(SmallSmem);
+  const cudaError_t e = cudaFuncSetAttribute(small_chunk_kernel<kRowWarps>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e != cudaSuccess) return e;
+  const int64_t ctas = args.num_seqs * kVHeads * Roles::kTilesPerHead;
+  if (ctas > 0x7fffffff) return cudaErrorInvalidConfiguration;
+  small_chunk_kernel<kRowWarps>
+      <<<static_cast<unsigned>(ctas), Roles::kThreads, bytes, stream>>>(args);
+  return cudaGetLastError();
+}
+#endif
+
+}  // namespace khk::gdn_prefill

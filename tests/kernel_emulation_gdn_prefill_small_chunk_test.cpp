@@ -1,0 +1,125 @@
+// The small-chunk GDN prefill route (kernels/gdn_prefill/route_small_chunk.cuh), its CUDA kernel
+// body compiled for the host and run by the CTA emulator (tests/cuda_on_host.h: threadIdx, the
+// CTA barrier of its pipeline, the shuffles, and the mma.sync and ldmatrix fragments of
+// cuda_on_host.cpp) against the fp64 CPU reference at the official tolerance: one token, partial
+// and whole chunks, more chunks than the pipeline is deep, several sequences, every adversarial
+// variant, the in-place state update, tokens outside every sequence, both thread orders bit for
+// bit (a read across warps without the barrier between changes with the order).
+#include "cuda_on_host.h"  // first: the builtins the kernel body uses
+
+#include <cstring>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "gdn_prefill_emulation.h"
+#include "kh/check/checker.h"
+#include "route_small_chunk.cuh"
+
+namespace khk::gdn_prefill {
+// The kernel's `extern __shared__` array: one buffer, as the emulator runs one CTA at a time.
+alignas(16) unsigned char smem[sizeof(SmallSmem)];
+}  // namespace khk::gdn_prefill
+
+namespace kh {
+namespace {
+
+namespace gp = khk::gdn_prefill;
+using Call = test::PrefillCall;
+using test::CtaEmulator;
+using test::draw_prefill_call;
+using test::prefill_workload;
+
+/// Every CTA of the route's grid at kRowWarps chain warps per CTA, in grid order.
+template <int kRowWarps>
+void run_grid(const gp::PrefillArgs& args, CtaEmulator::Order order) {
+  using Roles = gp::SmallRoles<kRowWarps>;
+  CtaEmulator emulator(Roles::kThreads, sizeof(gp::SmallSmem), order, gp::smem);
+  const std::int64_t ctas = args.num_seqs * gp::kVHeads * Roles::kTilesPerHead;
+  for (std::int64_t cta = 0; cta < ctas; ++cta)
+    emulator.run([&](test::EmulatedCta&) { gp::small_chunk_kernel<kRowWarps>(args); }, cta);
+}
+
+template <int kRowWarps = 2>
+OutputSet run_small_chunk(const Call& c, CtaEmulator::Order order) {
+  OutputSet out = test::poisoned_outputs(c);
+  run_grid<kRowWarps>(test::prefill_args(c.inputs, out), order);
+  return out;
+}
+
+template <int kRowWarps = 2>
+void expect_matches_reference(const Workload& w, const std::string& variant = "",
+                              std::int64_t trial = 0) {
+  SCOPED_TRACE("workload " + w.uuid + " at " + std::to_string(kRowWarps) + " chain warps" +
+               (variant.empty() ? "" : " variant " + variant));
+  const Call c = draw_prefill_call(w, variant, trial);
+  const OutputSet out = run_small_chunk<kRowWarps>(c, CtaEmulator::Order::ascending);
+  const CheckResult r =
+      check_outputs(c.def, c.inputs, c.reference, out, official_options(c.def, false));
+  EXPECT_TRUE(r.passed()) << r.message << " (max abs " << r.max_absolute_error << ", max rel "
+                          << r.max_relative_error << ")";
+}
+
+TEST(SmallChunkPrefill, MatchesTheReferenceOnSmallShapes) {
+  expect_matches_reference(prefill_workload("one-token", 1, 1));
+  expect_matches_reference(prefill_workload("six-tokens", 6, 1), "", 1);
+  expect_matches_reference(prefill_workload("one-chunk", gp::kSmallChunk, 1), "", 2);
+  expect_matches_reference(prefill_workload("chunk-plus-one", gp::kSmallChunk + 1, 1), "", 3);
+  expect_matches_reference(prefill_workload("two-seqs", 28, 2), "", 4);
+}
+
+TEST(SmallChunkPrefill, MatchesTheReferenceOverManyChunks) {
+  // More chunks than the tile ring holds, so every buffer is reused; three sequences.
+  expect_matches_reference(prefill_workload("ring", 16 * (gp::kSmallTileStages + 2) + 5, 1), "", 5);
+  expect_matches_reference(prefill_workload("three-seqs", 139, 3), "", 6);
+  expect_matches_reference<8>(prefill_workload("wide", 70, 2), "", 11);
+}
+
+TEST(SmallChunkPrefill, MatchesTheReferenceUnderEveryVariant) {
+  const Definition def = test::shipped_definition(test::kGdnPrefill);
+  for (const auto& v : InputGenerator::variants(def))
+    expect_matches_reference(prefill_workload("variants", 40, 3), v.name, 7);
+}
+
+TEST(SmallChunkPrefill, InPlaceStateUpdateIsSafe) {
+  // new_state may be state itself: each warp reads its rows before any chunk and writes them last.
+  const Call c = draw_prefill_call(prefill_workload("in-place", 20, 2), "", 8);
+  InputSet in = c.inputs.clone();
+  OutputSet out = allocate_outputs(c.def, c.axes);
+  std::memset(out.at("output").bytes(), test::kOutputPoison, out.at("output").nbytes());
+  gp::PrefillArgs args = test::prefill_args(in, out);
+  args.new_state = in.at("state").data<float>();  // == args.state
+  run_grid<2>(args, CtaEmulator::Order::descending);
+  std::memcpy(out.at("new_state").bytes(), in.at("state").bytes(), in.at("state").nbytes());
+  const CheckResult r =
+      check_outputs(c.def, c.inputs, c.reference, out, official_options(c.def, false));
+  EXPECT_TRUE(r.passed()) << r.message;
+}
+
+TEST(SmallChunkPrefill, TokensOutsideEverySequenceGetZeroOutput) {
+  Call c = draw_prefill_call(prefill_workload("gaps", 30, 2), "", 9);
+  std::int64_t* cu = c.inputs.at("cu_seqlens").data<std::int64_t>();
+  cu[0] = 4;   // tokens 0..3 before the first sequence
+  cu[2] = 27;  // tokens 27..29 after the last
+  if (cu[1] < cu[0] || cu[1] > cu[2]) cu[1] = 15;
+  c.reference = run_cpu_reference(c.def, c.axes, c.inputs);
+  const OutputSet out = run_small_chunk(c, CtaEmulator::Order::ascending);
+  const CheckResult r =
+      check_outputs(c.def, c.inputs, c.reference, out, official_options(c.def, false));
+  EXPECT_TRUE(r.passed()) << r.message;
+}
+
+TEST(SmallChunkPrefill, EitherThreadOrderGivesTheSameBits) {
+  const Call c = draw_prefill_call(prefill_workload("orders", 3 * gp::kSmallChunk + 5, 2), "", 10);
+  const OutputSet up = run_small_chunk(c, CtaEmulator::Order::ascending);
+  const OutputSet down = run_small_chunk(c, CtaEmulator::Order::descending);
+  for (std::size_t i = 0; i < up.size(); ++i)
+    EXPECT_TRUE(up[i].tensor.bytes_equal(down[i].tensor)) << up[i].name;
+  // The same arithmetic per row at either width: the same bits.
+  const OutputSet wide = run_small_chunk<8>(c, CtaEmulator::Order::descending);
+  for (std::size_t i = 0; i < up.size(); ++i)
+    EXPECT_TRUE(up[i].tensor.bytes_equal(wide[i].tensor)) << up[i].name << " at 8 chain warps";
+}
+
+}  // namespace
+}  // namespace kh
