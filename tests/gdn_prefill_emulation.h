@@ -75,4 +75,29 @@ inline khk::gdn_prefill::PrefillArgs prefill_args(const InputSet& in, OutputSet&
   return args;
 }
 
+/// A 30-token call of two sequences with tokens outside both (0-3 before the first, 27-29 after
+/// the last), whose output the reference leaves zero; only cu_seqlens[-1] == T is required.
+inline PrefillCall draw_prefill_call_with_outside_tokens(std::int64_t trial) {
+  PrefillCall c = draw_prefill_call(prefill_workload("gaps", 30, 2), "", trial);
+  std::int64_t* cu = c.inputs.at("cu_seqlens").data<std::int64_t>();
+  cu[0] = 4;   // tokens 0..3 before the first sequence
+  cu[2] = 27;  // tokens 27..29 after the last
+  if (cu[1] < cu[0] || cu[1] > cu[2]) cu[1] = 15;
+  c.reference = run_cpu_reference(c.def, c.axes, c.inputs);
+  return c;
+}
+
+/// The outputs of `run(args)` with new_state the state itself (a copy of the call's), as an
+/// in-place call passes them; new_state's output is that state after the run.
+template <class Run>
+OutputSet run_in_place(const PrefillCall& c, Run&& run) {
+  InputSet in = c.inputs.clone();
+  OutputSet out = poisoned_outputs(c);
+  khk::gdn_prefill::PrefillArgs args = prefill_args(in, out);
+  args.new_state = in.at("state").data<float>();  // == args.state
+  run(args);
+  std::memcpy(out.at("new_state").bytes(), in.at("state").bytes(), in.at("state").nbytes());
+  return out;
+}
+
 }  // namespace kh::test

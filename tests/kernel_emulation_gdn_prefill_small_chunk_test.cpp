@@ -84,25 +84,15 @@ TEST(SmallChunkPrefill, MatchesTheReferenceUnderEveryVariant) {
 TEST(SmallChunkPrefill, InPlaceStateUpdateIsSafe) {
   // new_state may be state itself: each warp reads its rows before any chunk and writes them last.
   const Call c = draw_prefill_call(prefill_workload("in-place", 20, 2), "", 8);
-  InputSet in = c.inputs.clone();
-  OutputSet out = allocate_outputs(c.def, c.axes);
-  std::memset(out.at("output").bytes(), test::kOutputPoison, out.at("output").nbytes());
-  gp::PrefillArgs args = test::prefill_args(in, out);
-  args.new_state = in.at("state").data<float>();  // == args.state
-  run_grid<2>(args, CtaEmulator::Order::descending);
-  std::memcpy(out.at("new_state").bytes(), in.at("state").bytes(), in.at("state").nbytes());
+  const OutputSet out = test::run_in_place(
+      c, [](const gp::PrefillArgs& args) { run_grid<2>(args, CtaEmulator::Order::descending); });
   const CheckResult r =
       check_outputs(c.def, c.inputs, c.reference, out, official_options(c.def, false));
   EXPECT_TRUE(r.passed()) << r.message;
 }
 
 TEST(SmallChunkPrefill, TokensOutsideEverySequenceGetZeroOutput) {
-  Call c = draw_prefill_call(prefill_workload("gaps", 30, 2), "", 9);
-  std::int64_t* cu = c.inputs.at("cu_seqlens").data<std::int64_t>();
-  cu[0] = 4;   // tokens 0..3 before the first sequence
-  cu[2] = 27;  // tokens 27..29 after the last
-  if (cu[1] < cu[0] || cu[1] > cu[2]) cu[1] = 15;
-  c.reference = run_cpu_reference(c.def, c.axes, c.inputs);
+  const Call c = test::draw_prefill_call_with_outside_tokens(9);
   const OutputSet out = run_small_chunk(c, CtaEmulator::Order::ascending);
   const CheckResult r =
       check_outputs(c.def, c.inputs, c.reference, out, official_options(c.def, false));

@@ -79,13 +79,8 @@ TEST(TokenSerialPrefill, MatchesTheReferenceUnderEveryVariant) {
 TEST(TokenSerialPrefill, InPlaceStateUpdateIsSafe) {
   // new_state may be state itself: each lane reads its part of a row before it writes it.
   const Call c = draw_prefill_call(prefill_workload("in-place", 20, 2), "", 4);
-  InputSet in = c.inputs.clone();
-  OutputSet out = allocate_outputs(c.def, c.axes);
-  std::memset(out.at("output").bytes(), test::kOutputPoison, out.at("output").nbytes());
-  gp::PrefillArgs args = prefill_args(in, out);
-  args.new_state = in.at("state").data<float>();  // == args.state
-  run_grid(args, test::CtaEmulator::Order::descending);
-  std::memcpy(out.at("new_state").bytes(), in.at("state").bytes(), in.at("state").nbytes());
+  const OutputSet out = test::run_in_place(
+      c, [](const gp::PrefillArgs& args) { run_grid(args, test::CtaEmulator::Order::descending); });
   const CheckResult r =
       check_outputs(c.def, c.inputs, c.reference, out, test::reference_grade(c.def));
   EXPECT_TRUE(r.passed()) << r.message;
@@ -94,12 +89,7 @@ TEST(TokenSerialPrefill, InPlaceStateUpdateIsSafe) {
 TEST(TokenSerialPrefill, TokensOutsideEverySequenceGetZeroOutput) {
   // Only cu_seqlens[-1] == T is required of a call: tokens before the first sequence (and, in a
   // shorter cu_seqlens, after the last) belong to none, and the reference leaves them zero.
-  Call c = draw_prefill_call(prefill_workload("gaps", 30, 2), "", 6);
-  std::int64_t* cu = c.inputs.at("cu_seqlens").data<std::int64_t>();
-  cu[0] = 4;   // tokens 0..3 before the first sequence
-  cu[2] = 27;  // tokens 27..29 after the last
-  if (cu[1] < cu[0] || cu[1] > cu[2]) cu[1] = 15;
-  c.reference = run_cpu_reference(c.def, c.axes, c.inputs);
+  const Call c = test::draw_prefill_call_with_outside_tokens(6);
   const OutputSet out =
       run_token_serial(c, test::CtaEmulator::Order::ascending);
   const CheckResult r =
