@@ -1,8 +1,10 @@
 // Route choice for GDN prefill, on the two sizes the host knows without a sync (the total tokens
 // and the sequences; their lengths live on the device, in cu_seqlens, and are never read back, so
 // the call stays CUDA-graph capturable):
-//   - at least kSmallChunkMinTokens tokens: the small-chunk route, 8 chain warps per CTA from
-//     kSmallChunkWideItems (sequence, head) pairs, else 2;
+//   - at least kSmallChunkMinTokens tokens: the small-chunk route, in context-parallel groups
+//     where few sequences leave SMs idle and the workspace holds the groups' matrices
+//     (small_cp_groups), else 8 chain warps per CTA from kSmallChunkWideItems (sequence, head)
+//     pairs, or 2;
 //   - at most kSerialMaxTokens tokens: the token-serial route;
 //   - with the workspace for the chunk records and at most kSplitMaxChains (sequence, head)
 //     chains (and kRankMaxSeqs sequences): the split route, its value slabs by the chain's own
@@ -17,6 +19,7 @@
 #include "route_chunked.cuh"
 #include "route_context_parallel.cuh"
 #include "route_small_chunk.cuh"
+#include "route_small_chunk_cp.cuh"
 #include "route_split.cuh"
 #include "route_token_serial.cuh"
 
@@ -40,6 +43,18 @@ int chain_slabs(int64_t num_seqs) {
 
 bool takes_small_chunk(int64_t total_tokens) {
   return kSmallChunkMinTokens > 0 && total_tokens >= kSmallChunkMinTokens;
+}
+
+// Groups per sequence of the small-chunk route's context-parallel form (tuning.h); 0: not taken.
+int small_cp_groups(int64_t total_tokens, int64_t num_seqs) {
+  if (!takes_small_chunk(total_tokens)) return 0;
+  int groups = 0;
+  for (int g = 3; g <= kSmallCpMaxGroups; ++g) {
+    if (num_seqs * kVHeads * small_cp_map_walks(g) > kSmallCpCtas) break;
+    if (total_tokens < g * num_seqs * kSmallCpGroupTokens) break;
+    groups = g;
+  }
+  return groups >= kSmallCpMinGroups ? groups : 0;
 }
 
 bool takes_token_serial(int64_t total_tokens) {
@@ -78,6 +93,8 @@ int split_groups(int64_t total_tokens, int64_t num_seqs) {
 }  // namespace
 
 uint64_t workspace_bytes(int64_t total_tokens, int64_t num_seqs) {
+  if (const int groups = small_cp_groups(total_tokens, num_seqs))
+    return SmallGroupSpace::floats(num_seqs, groups) * sizeof(float);
   if (takes_split(total_tokens, num_seqs))
     return split_workspace_bytes(total_tokens, num_seqs, split_groups(total_tokens, num_seqs));
   const int groups = context_parallel_groups(total_tokens, num_seqs);
@@ -86,11 +103,20 @@ uint64_t workspace_bytes(int64_t total_tokens, int64_t num_seqs) {
 
 cudaError_t dispatch(const PrefillArgs& args, void* workspace, uint64_t workspace_size,
                      cudaStream_t stream) {
-  if (takes_small_chunk(args.total_tokens))
+  const bool aligned = workspace && reinterpret_cast<uintptr_t>(workspace) % 16 == 0;
+  // The small-chunk route copies a and b as 4-byte pairs; a view starting at an odd bf16 goes to
+  // the routes that read them as scalars (the token-serial route up to its threshold, else the
+  // chunked one).
+  const bool gate_pairs_aligned = reinterpret_cast<uintptr_t>(args.a) % 4 == 0 &&
+                                  reinterpret_cast<uintptr_t>(args.b) % 4 == 0;
+  const int small_groups = small_cp_groups(args.total_tokens, args.num_seqs);
+  if (small_groups && aligned && gate_pairs_aligned &&
+      workspace_size >= SmallGroupSpace::floats(args.num_seqs, small_groups) * sizeof(float))
+    return launch_small_chunk_cp<8>(args, static_cast<float*>(workspace), small_groups, stream);
+  if (takes_small_chunk(args.total_tokens) && gate_pairs_aligned)
     return args.num_seqs * kVHeads >= kSmallChunkWideItems ? launch_small_chunk<8>(args, stream)
                                                            : launch_small_chunk<2>(args, stream);
   if (takes_token_serial(args.total_tokens)) return launch_token_serial(args, stream);
-  const bool aligned = workspace && reinterpret_cast<uintptr_t>(workspace) % 16 == 0;
   if (aligned && takes_split(args.total_tokens, args.num_seqs) &&
       workspace_size >= record_workspace_bytes(args.total_tokens, args.num_seqs)) {
     unsigned char* records = static_cast<unsigned char*>(workspace);

@@ -30,6 +30,16 @@ __device__ __forceinline__ void small_load_rows(float (&m)[16][4], const float* 
   }
 }
 
+/// The warp's 16 rows of the identity from row `first` (a map's rows: row i is e_i).
+__device__ __forceinline__ void small_identity_rows(float (&m)[16][4], int first, int lane) {
+  const int g = lane / 4, c = lane % 4;
+#pragma unroll
+  for (int j = 0; j < 16; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      m[j][e] = first + g + 8 * (e / 2) == 8 * j + 2 * c + e % 2 ? 1.0f : 0.0f;
+}
+
 __device__ __forceinline__ void small_store_rows(const float (&m)[16][4], float* rows, int lane) {
   const int g = lane / 4, c = lane % 4;
 #pragma unroll
@@ -72,8 +82,10 @@ __device__ __forceinline__ void add_tiles(const float (&a)[4], const float (&b)[
   for (int e = 0; e < 4; ++e) d[e] = a[e] + b[e];
 }
 
-/// One chunk of `count` tokens for the warp's rows (warp_row0 within the CTA's tile): the outputs
-/// of its valid tokens to `out` (token t's row r at out[t * 8 * 128 + r]) and M advanced.
+/// One chunk of `count` tokens for the warp's rows (warp_row0 within the CTA's tile): with
+/// kOutput the outputs of its valid tokens to `out` (token t's row r at out[t * 8 * 128 + r]),
+/// and M advanced. Without it (a context-parallel group's state map or local state) no Dq, no O.
+template <bool kOutput = true>
 __device__ __forceinline__ void small_chain_chunk(float (&m)[16][4], const SmallTiles& tiles,
                                                   const SmallOperands& op, int warp_row0,
                                                   int count, __nv_bfloat16* out, int lane) {
@@ -86,13 +98,15 @@ __device__ __forceinline__ void small_chain_chunk(float (&m)[16][4], const Small
     uint32_t hi[4], lo[4], kb[4], qb[4];
     split_a_truncated(m[2 * s], m[2 * s + 1], hi, lo);
     ldmatrix_x4(kb, &tiles.k[(mi / 2) * 8 + r][16 * s + (mi % 2) * 8]);
-    ldmatrix_x4(qb, &tiles.q[(mi / 2) * 8 + r][16 * s + (mi % 2) * 8]);
+    if constexpr (kOutput) ldmatrix_x4(qb, &tiles.q[(mi / 2) * 8 + r][16 * s + (mi % 2) * 8]);
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt) {
       mma_bf16(dk[0][nt], hi, kb[2 * nt], kb[2 * nt + 1]);
       mma_bf16(dk[1][nt], lo, kb[2 * nt], kb[2 * nt + 1]);
-      mma_bf16(dq[0][nt], hi, qb[2 * nt], qb[2 * nt + 1]);
-      mma_bf16(dq[1][nt], lo, qb[2 * nt], qb[2 * nt + 1]);
+      if constexpr (kOutput) {
+        mma_bf16(dq[0][nt], hi, qb[2 * nt], qb[2 * nt + 1]);
+        mma_bf16(dq[1][nt], lo, qb[2 * nt], qb[2 * nt + 1]);
+      }
     }
   }
   float d[2][4];
@@ -117,22 +131,25 @@ __device__ __forceinline__ void small_chain_chunk(float (&m)[16][4], const Small
   }
 
   // O = Dq diag(scale gamma) + Delta (scale P')^T, stored for the valid tokens.
-  uint32_t dhi[4], dlo[4];
-  split_a_truncated(delta[0], delta[1], dhi, dlo);
+  if constexpr (kOutput) {
+    uint32_t dhi[4], dlo[4];
+    split_a_truncated(delta[0], delta[1], dhi, dlo);
 #pragma unroll
-  for (int nt = 0; nt < 2; ++nt) {
-    const int t0 = 8 * nt + 2 * c;
-    float o[4];
-    add_tiles(dq[0][nt], dq[1][nt], o);
-    o[0] *= op.sgamma[t0], o[1] *= op.sgamma[t0 + 1], o[2] *= op.sgamma[t0], o[3] *= op.sgamma[t0 + 1];
-    const uint4 pb = op.p[nt][lane];
-    mma_bf16(o, dhi, pb.x, pb.y);
-    mma_bf16(o, dhi, pb.z, pb.w);
-    mma_bf16(o, dlo, pb.x, pb.y);
+    for (int nt = 0; nt < 2; ++nt) {
+      const int t0 = 8 * nt + 2 * c;
+      float o[4];
+      add_tiles(dq[0][nt], dq[1][nt], o);
+      o[0] *= op.sgamma[t0], o[1] *= op.sgamma[t0 + 1];
+      o[2] *= op.sgamma[t0], o[3] *= op.sgamma[t0 + 1];
+      const uint4 pb = op.p[nt][lane];
+      mma_bf16(o, dhi, pb.x, pb.y);
+      mma_bf16(o, dhi, pb.z, pb.w);
+      mma_bf16(o, dlo, pb.x, pb.y);
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int t = t0 + e % 2, row = warp_row0 + g + 8 * (e / 2);
-      if (t < count) out[int64_t{t} * kVHeads * kHeadSize + row] = __float2bfloat16_rn(o[e]);
+      for (int e = 0; e < 4; ++e) {
+        const int t = t0 + e % 2, row = warp_row0 + g + 8 * (e / 2);
+        if (t < count) out[int64_t{t} * kVHeads * kHeadSize + row] = __float2bfloat16_rn(o[e]);
+      }
     }
   }
 

@@ -29,11 +29,12 @@ __device__ __forceinline__ void copy_4b_async(void* dst, const void* src, bool v
 #endif
 }
 
-/// Requests the `count` tokens from `t0` (count <= 16) of head h and the CTA's kRows rows from
-/// row0 into `tiles` (one warp; the caller commits the group).
+/// Requests the `count` tokens from `t0` (count <= 16) of head h and, with `values`, the CTA's
+/// kRows value rows from row0 into `tiles` (one warp; the caller commits the group).
 template <int kRows>
 __device__ __forceinline__ void small_request(const PrefillArgs& args, SmallTiles& tiles,
-                                              int64_t t0, int count, int h, int row0, int lane) {
+                                              int64_t t0, int count, int h, int row0, bool values,
+                                              int lane) {
   const int qk = h / kGvaRatio;
   constexpr int kPieces = kHeadSize / 8;  // 16-byte pieces of a K or Q row
   for (int u = lane; u < kSmallChunk * kPieces; u += 32) {
@@ -44,7 +45,7 @@ __device__ __forceinline__ void small_request(const PrefillArgs& args, SmallTile
     copy_16b_async(&tiles.q[token][piece * 8], args.q + at, valid);
   }
   constexpr int kVPieces = kRows / 8;
-  for (int u = lane; u < kSmallChunk * kVPieces; u += 32) {
+  for (int u = lane; values && u < kSmallChunk * kVPieces; u += 32) {
     const int token = u / kVPieces, piece = u % kVPieces;
     const bool valid = token < count;
     const int64_t at = ((t0 + (valid ? token : 0)) * kVHeads + h) * kHeadSize + row0 + piece * 8;

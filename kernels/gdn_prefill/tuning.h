@@ -7,7 +7,9 @@
     !defined(SERIAL_MAX_TOKENS) || !defined(CP_MAX_GROUPS) || !defined(CP_MIN_TOKENS) || \
     !defined(SPLIT_MAX_CHAINS) || !defined(CHAIN_MAX_SLABS) || !defined(PREP_WARPS) || \
     !defined(CHAIN_COPIES) || !defined(PREP_CTAS_PER_SM) || !defined(CHAIN_KSPLIT) || \
-    !defined(SPLIT_CP) || !defined(SMALL_CHUNK_MIN_TOKENS) || !defined(SMALL_CHUNK_WIDE_ITEMS)
+    !defined(SPLIT_CP) || !defined(SMALL_CHUNK_MIN_TOKENS) || !defined(SMALL_CHUNK_WIDE_ITEMS) || \
+    !defined(SMALL_CP_MAX_GROUPS) || !defined(SMALL_CP_CTAS) || !defined(SMALL_CP_GROUP_TOKENS) || \
+    !defined(SMALL_CP_MIN_GROUPS)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
 
@@ -23,6 +25,22 @@ constexpr long long kSmallChunkMinTokens = SMALL_CHUNK_MIN_TOKENS;
 // pair): with few pairs more, narrower CTAs spread the chains over more SMs; with many, the wide
 // ones stop repeating the producer work four times.
 constexpr long long kSmallChunkWideItems = SMALL_CHUNK_WIDE_ITEMS;
+// The small-chunk route in context-parallel groups (route_small_chunk_cp.cuh: a map pass, an
+// fp32 scan and a finish pass, 8 chain warps per CTA) where the workspace holds the groups'
+// matrices: in the most groups per sequence, from 3 to kSmallCpMaxGroups (below 3: never), whose
+// map pass (N * 8 * (2 groups - 3) CTAs) fits kSmallCpCtas CTAs -- a second CTA on an SM slows
+// both chains, each bound by its own latency at about one CTA per SM -- and whose groups average
+// at least kSmallCpGroupTokens tokens (each walk pays the pipeline's fill of kSmallChainLag
+// steps, and every group one scan step).
+constexpr int kSmallCpMaxGroups = SMALL_CP_MAX_GROUPS;
+constexpr long long kSmallCpCtas = SMALL_CP_CTAS;
+constexpr long long kSmallCpGroupTokens = SMALL_CP_GROUP_TOKENS;
+// ... and only from kSmallCpMinGroups groups: each group is walked twice (map and finish pass,
+// at about 2.2 us per 16-token step for a CTA of 8 chain warps against 1.2 us for the plain
+// route's 2) and adds a scan step (about 4 us), so few groups lose. One H200 at 1-5 sequences:
+// 3-5 groups 1.0-1.5x slower than the plain route, 9 groups 1.25-1.5x faster
+// (bench/results/2026-12-02_gdn_prefill_small_chunk_cp_h200.json).
+constexpr int kSmallCpMinGroups = SMALL_CP_MIN_GROUPS;
 
 // Calls of at most this many tokens (all sequences together) take the token-serial route
 // (route_token_serial.cuh, its knobs in serial_tuning.h), the others the chunked route. The
@@ -106,6 +124,10 @@ constexpr int kRankMaxSeqs = 128;
 static_assert(kMinCtas >= 1, "MIN_CTAS: at least 1");
 static_assert(kSmallChunkMinTokens >= 0, "SMALL_CHUNK_MIN_TOKENS: 0 or more");
 static_assert(kSmallChunkWideItems >= 1, "SMALL_CHUNK_WIDE_ITEMS: 1 or more");
+static_assert(kSmallCpMaxGroups >= 0, "SMALL_CP_MAX_GROUPS: 0 or more");
+static_assert(kSmallCpMinGroups >= 3, "SMALL_CP_MIN_GROUPS: 3 or more");
+static_assert(kSmallCpCtas >= 1 && kSmallCpGroupTokens >= 1,
+              "SMALL_CP_CTAS and SMALL_CP_GROUP_TOKENS: 1 or more");
 static_assert(kSerialMaxTokens >= 0, "SERIAL_MAX_TOKENS: 0 or more");
 static_assert(kCpMaxGroups >= 0, "CP_MAX_GROUPS: 0 or more");
 static_assert(kSplitMaxChains >= 0, "SPLIT_MAX_CHAINS: 0 or more");

@@ -1,0 +1,140 @@
+// The small-chunk GDN prefill route in context-parallel groups
+// (kernels/gdn_prefill/route_small_chunk_cp.cuh): its map pass, scan and finish pass, CUDA kernel
+// bodies compiled for the host and run by the CTA emulator one grid after another (as the
+// stream orders them), against the fp64 CPU reference at the official tolerance: groups of
+// whole and partial chunks, more groups than a sequence has chunks (empty trailing groups), empty
+// sequences with an initial state, every adversarial variant, the in-place state update, tokens
+// outside every sequence, and both thread orders bit for bit.
+#include "cuda_on_host.h"  // first: the builtins the kernel body uses
+
+#include <algorithm>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "gdn_prefill_emulation.h"
+#include "kh/check/checker.h"
+#include "route_small_chunk_cp.cuh"
+
+namespace khk::gdn_prefill {
+// The kernels' `extern __shared__` array: one buffer, as the emulator runs one CTA at a time.
+alignas(16) unsigned char smem[std::max(sizeof(SmallSmem), sizeof(SmallScanSmem))];
+}  // namespace khk::gdn_prefill
+
+namespace kh {
+namespace {
+
+namespace gp = khk::gdn_prefill;
+using Call = test::PrefillCall;
+using test::CtaEmulator;
+using test::draw_prefill_call;
+using test::prefill_workload;
+
+constexpr int kRowWarps = 8;  // as the dispatch launches it
+using Roles = gp::SmallRoles<kRowWarps>;
+
+/// Every CTA of one grid of `ctas` CTAs of `threads` threads, in grid order.
+template <class Body>
+void run_grid(std::int64_t ctas, int threads, std::size_t smem_bytes, CtaEmulator::Order order,
+              Body&& body) {
+  CtaEmulator emulator(threads, smem_bytes, order, gp::smem);
+  for (std::int64_t cta = 0; cta < ctas; ++cta)
+    emulator.run([&](test::EmulatedCta&) { body(); }, cta);
+}
+
+/// The route's three launches in `groups` groups, on a workspace poisoned with NaN (a matrix
+/// read before it is written fails the check).
+void run_cp(const gp::PrefillArgs& args, int groups, CtaEmulator::Order order) {
+  std::vector<float> workspace(gp::SmallGroupSpace::floats(args.num_seqs, groups),
+                               std::numeric_limits<float>::quiet_NaN());
+  const gp::SmallGroupSpace space{workspace.data(), groups, args.num_seqs};
+  const std::int64_t heads = args.num_seqs * gp::kVHeads;
+  run_grid(heads * gp::small_cp_map_walks(groups) * Roles::kTilesPerHead, Roles::kThreads,
+           sizeof(gp::SmallSmem), order,
+           [&] { gp::small_cp_map_kernel<kRowWarps>(args, space); });
+  run_grid(heads * (gp::kHeadSize / gp::kScanRowsPerCta), gp::kScanThreadsPerCta,
+           sizeof(gp::SmallScanSmem), order, [&] { gp::small_cp_scan_kernel(space); });
+  run_grid(heads * (groups - 1) * Roles::kTilesPerHead, Roles::kThreads, sizeof(gp::SmallSmem),
+           order, [&] { gp::small_cp_finish_kernel<kRowWarps>(args, space); });
+}
+
+OutputSet run_cp_call(const Call& c, int groups, CtaEmulator::Order order) {
+  OutputSet out = test::poisoned_outputs(c);
+  run_cp(test::prefill_args(c.inputs, out), groups, order);
+  return out;
+}
+
+void expect_passes(const Call& c, const OutputSet& out) {
+  const CheckResult r =
+      check_outputs(c.def, c.inputs, c.reference, out, official_options(c.def, false));
+  EXPECT_TRUE(r.passed()) << r.message << " (max abs " << r.max_absolute_error << ", max rel "
+                          << r.max_relative_error << ")";
+}
+
+void expect_matches_reference(const Workload& w, int groups, const std::string& variant = "",
+                              std::int64_t trial = 0) {
+  SCOPED_TRACE("workload " + w.uuid + " in " + std::to_string(groups) + " groups" +
+               (variant.empty() ? "" : ", variant " + variant));
+  const Call c = draw_prefill_call(w, variant, trial);
+  expect_passes(c, run_cp_call(c, groups, CtaEmulator::Order::ascending));
+}
+
+TEST(SmallChunkContextParallel, GroupTokensCoverTheSequenceInOrder) {
+  for (const std::int64_t length : {0, 1, 15, 16, 17, 300, 5709})
+    for (const int groups : {3, 4, 9, 16}) {
+      std::int64_t next = 0;
+      for (int g = 0; g < groups; ++g) {
+        const gp::GroupTokens t = gp::group_tokens(length, groups, g);
+        EXPECT_EQ(t.from, next) << length << " tokens, group " << g << " of " << groups;
+        EXPECT_GE(t.count, 0);
+        EXPECT_TRUE(t.count % gp::kSmallChunk == 0 || t.from + t.count == length)
+            << "only the last non-empty group ends inside a chunk";
+        next = t.from + t.count;
+      }
+      EXPECT_EQ(next, length) << groups << " groups";
+    }
+}
+
+TEST(SmallChunkContextParallel, MatchesTheReferenceAcrossGroups) {
+  // 19 chunks in 3 groups (7, 7, 5 chunks, the last partial); 5 groups of one sequence of three
+  // chunks (groups 3 and 4 empty: identity maps, zero local states).
+  expect_matches_reference(prefill_workload("three-groups", 300, 1), 3, "", 0);
+  expect_matches_reference(prefill_workload("empty-groups", 40, 1), 5, "", 1);
+  expect_matches_reference(prefill_workload("two-seqs", 230, 2), 4, "", 2);
+}
+
+TEST(SmallChunkContextParallel, EmptySequencesEndAtZeroState) {
+  expect_matches_reference(prefill_workload("zero-length", 150, 3), 3, "zero_length", 3);
+}
+
+TEST(SmallChunkContextParallel, MatchesTheReferenceUnderEveryVariant) {
+  const Definition def = test::shipped_definition(test::kGdnPrefill);
+  for (const auto& v : InputGenerator::variants(def))
+    expect_matches_reference(prefill_workload("variants", 120, 2), 3, v.name, 4);
+}
+
+TEST(SmallChunkContextParallel, InPlaceStateUpdateIsSafe) {
+  // Only the map pass reads the state, only the finish pass's last group writes new_state.
+  const Call c = draw_prefill_call(prefill_workload("in-place", 100, 2), "", 5);
+  expect_passes(c, test::run_in_place(c, [](const gp::PrefillArgs& args) {
+                  run_cp(args, 4, CtaEmulator::Order::descending);
+                }));
+}
+
+TEST(SmallChunkContextParallel, TokensOutsideEverySequenceGetZeroOutput) {
+  const Call c = test::draw_prefill_call_with_outside_tokens(6);
+  expect_passes(c, run_cp_call(c, 3, CtaEmulator::Order::ascending));
+}
+
+TEST(SmallChunkContextParallel, EitherThreadOrderGivesTheSameBits) {
+  const Call c = draw_prefill_call(prefill_workload("orders", 90, 1), "", 7);
+  const OutputSet up = run_cp_call(c, 4, CtaEmulator::Order::ascending);
+  const OutputSet down = run_cp_call(c, 4, CtaEmulator::Order::descending);
+  for (std::size_t i = 0; i < up.size(); ++i)
+    EXPECT_TRUE(up[i].tensor.bytes_equal(down[i].tensor)) << up[i].name;
+}
+
+}  // namespace
+}  // namespace kh
