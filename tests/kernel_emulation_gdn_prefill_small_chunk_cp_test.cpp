@@ -32,8 +32,8 @@ using test::CtaEmulator;
 using test::draw_prefill_call;
 using test::prefill_workload;
 
-constexpr int kRowWarps = 8;  // as the dispatch launches it
-using Roles = gp::SmallRoles<kRowWarps>;
+constexpr int kRowWarps = 8, kProducers = 4;  // as the dispatch launches it
+using Roles = gp::SmallRoles<kRowWarps, kProducers>;
 
 /// Every CTA of one grid of `ctas` CTAs of `threads` threads, in grid order.
 template <class Body>
@@ -53,11 +53,11 @@ void run_cp(const gp::PrefillArgs& args, int groups, CtaEmulator::Order order) {
   const std::int64_t heads = args.num_seqs * gp::kVHeads;
   run_grid(heads * gp::small_cp_map_walks(groups) * Roles::kTilesPerHead, Roles::kThreads,
            sizeof(gp::SmallSmem), order,
-           [&] { gp::small_cp_map_kernel<kRowWarps>(args, space); });
+           [&] { gp::small_cp_map_kernel<kRowWarps, kProducers>(args, space); });
   run_grid(heads * (gp::kHeadSize / gp::kScanRowsPerCta), gp::kScanThreadsPerCta,
            sizeof(gp::SmallScanSmem), order, [&] { gp::small_cp_scan_kernel(space); });
   run_grid(heads * (groups - 1) * Roles::kTilesPerHead, Roles::kThreads, sizeof(gp::SmallSmem),
-           order, [&] { gp::small_cp_finish_kernel<kRowWarps>(args, space); });
+           order, [&] { gp::small_cp_finish_kernel<kRowWarps, kProducers>(args, space); });
 }
 
 OutputSet run_cp_call(const Call& c, int groups, CtaEmulator::Order order) {

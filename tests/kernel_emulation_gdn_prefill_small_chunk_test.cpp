@@ -4,7 +4,9 @@
 // cuda_on_host.cpp) against the fp64 CPU reference at the official tolerance: one token, partial
 // and whole chunks, more chunks than the pipeline is deep, several sequences, every adversarial
 // variant, the in-place state update, tokens outside every sequence, both thread orders bit for
-// bit (a read across warps without the barrier between changes with the order).
+// bit (a read across warps without the barrier between changes with the order), and the two CTA
+// widths and producer counts bit for bit (four producers, as the dispatch mostly launches, unless
+// a test names two).
 #include "cuda_on_host.h"  // first: the builtins the kernel body uses
 
 #include <cstring>
@@ -30,30 +32,33 @@ using test::CtaEmulator;
 using test::draw_prefill_call;
 using test::prefill_workload;
 
-/// Every CTA of the route's grid at kRowWarps chain warps per CTA, in grid order.
-template <int kRowWarps>
+/// Every CTA of the route's grid at kRowWarps chain warps and kProducers producer warps per CTA,
+/// in grid order.
+template <int kRowWarps, int kProducers>
 void run_grid(const gp::PrefillArgs& args, CtaEmulator::Order order) {
-  using Roles = gp::SmallRoles<kRowWarps>;
+  using Roles = gp::SmallRoles<kRowWarps, kProducers>;
   CtaEmulator emulator(Roles::kThreads, sizeof(gp::SmallSmem), order, gp::smem);
   const std::int64_t ctas = args.num_seqs * gp::kVHeads * Roles::kTilesPerHead;
   for (std::int64_t cta = 0; cta < ctas; ++cta)
-    emulator.run([&](test::EmulatedCta&) { gp::small_chunk_kernel<kRowWarps>(args); }, cta);
+    emulator.run([&](test::EmulatedCta&) { gp::small_chunk_kernel<kRowWarps, kProducers>(args); },
+                 cta);
 }
 
-template <int kRowWarps = 2>
+template <int kRowWarps = 2, int kProducers = 4>
 OutputSet run_small_chunk(const Call& c, CtaEmulator::Order order) {
   OutputSet out = test::poisoned_outputs(c);
-  run_grid<kRowWarps>(test::prefill_args(c.inputs, out), order);
+  run_grid<kRowWarps, kProducers>(test::prefill_args(c.inputs, out), order);
   return out;
 }
 
-template <int kRowWarps = 2>
+template <int kRowWarps = 2, int kProducers = 4>
 void expect_matches_reference(const Workload& w, const std::string& variant = "",
                               std::int64_t trial = 0) {
-  SCOPED_TRACE("workload " + w.uuid + " at " + std::to_string(kRowWarps) + " chain warps" +
+  SCOPED_TRACE("workload " + w.uuid + " at " + std::to_string(kRowWarps) + " chain warps and " +
+               std::to_string(kProducers) + " producers" +
                (variant.empty() ? "" : " variant " + variant));
   const Call c = draw_prefill_call(w, variant, trial);
-  const OutputSet out = run_small_chunk<kRowWarps>(c, CtaEmulator::Order::ascending);
+  const OutputSet out = run_small_chunk<kRowWarps, kProducers>(c, CtaEmulator::Order::ascending);
   const CheckResult r =
       check_outputs(c.def, c.inputs, c.reference, out, official_options(c.def, false));
   EXPECT_TRUE(r.passed()) << r.message << " (max abs " << r.max_absolute_error << ", max rel "
@@ -73,6 +78,8 @@ TEST(SmallChunkPrefill, MatchesTheReferenceOverManyChunks) {
   expect_matches_reference(prefill_workload("ring", 16 * (gp::kSmallTileStages + 2) + 5, 1), "", 5);
   expect_matches_reference(prefill_workload("three-seqs", 139, 3), "", 6);
   expect_matches_reference<8>(prefill_workload("wide", 70, 2), "", 11);
+  // Two producer warps (load and gates on one, the inverse and the scalings on the other).
+  expect_matches_reference<2, 2>(prefill_workload("ring-two-producers", 16 * 7 + 9, 2), "", 12);
 }
 
 TEST(SmallChunkPrefill, MatchesTheReferenceUnderEveryVariant) {
@@ -85,7 +92,7 @@ TEST(SmallChunkPrefill, InPlaceStateUpdateIsSafe) {
   // new_state may be state itself: each warp reads its rows before any chunk and writes them last.
   const Call c = draw_prefill_call(prefill_workload("in-place", 20, 2), "", 8);
   const OutputSet out = test::run_in_place(
-      c, [](const gp::PrefillArgs& args) { run_grid<2>(args, CtaEmulator::Order::descending); });
+      c, [](const gp::PrefillArgs& args) { run_grid<2, 4>(args, CtaEmulator::Order::descending); });
   const CheckResult r =
       check_outputs(c.def, c.inputs, c.reference, out, official_options(c.def, false));
   EXPECT_TRUE(r.passed()) << r.message;
@@ -100,15 +107,25 @@ TEST(SmallChunkPrefill, TokensOutsideEverySequenceGetZeroOutput) {
 }
 
 TEST(SmallChunkPrefill, EitherThreadOrderGivesTheSameBits) {
-  const Call c = draw_prefill_call(prefill_workload("orders", 3 * gp::kSmallChunk + 5, 2), "", 10);
+  // Sequences of more chunks than the tile ring holds, so that a slot reused too early shows in
+  // one of the two orders.
+  const Call c = draw_prefill_call(
+      prefill_workload("orders", 2 * (gp::kSmallChunk * (gp::kSmallTileStages + 2) + 5), 2), "", 10);
   const OutputSet up = run_small_chunk(c, CtaEmulator::Order::ascending);
   const OutputSet down = run_small_chunk(c, CtaEmulator::Order::descending);
   for (std::size_t i = 0; i < up.size(); ++i)
     EXPECT_TRUE(up[i].tensor.bytes_equal(down[i].tensor)) << up[i].name;
-  // The same arithmetic per row at either width: the same bits.
+  // The same arithmetic per row at either width and with either number of producers: the same
+  // bits.
   const OutputSet wide = run_small_chunk<8>(c, CtaEmulator::Order::descending);
-  for (std::size_t i = 0; i < up.size(); ++i)
+  const OutputSet two = run_small_chunk<2, 2>(c, CtaEmulator::Order::descending);
+  const OutputSet wide_two = run_small_chunk<8, 2>(c, CtaEmulator::Order::ascending);
+  for (std::size_t i = 0; i < up.size(); ++i) {
     EXPECT_TRUE(up[i].tensor.bytes_equal(wide[i].tensor)) << up[i].name << " at 8 chain warps";
+    EXPECT_TRUE(up[i].tensor.bytes_equal(two[i].tensor)) << up[i].name << " at 2 producers";
+    EXPECT_TRUE(up[i].tensor.bytes_equal(wide_two[i].tensor))
+        << up[i].name << " at 8 chain warps and 2 producers";
+  }
 }
 
 }  // namespace

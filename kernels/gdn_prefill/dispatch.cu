@@ -4,7 +4,8 @@
 //   - at least kSmallChunkMinTokens tokens: the small-chunk route, in context-parallel groups
 //     where few sequences leave SMs idle and the workspace holds the groups' matrices
 //     (small_cp_groups), else 8 chain warps per CTA from kSmallChunkWideItems (sequence, head)
-//     pairs, or 2;
+//     pairs, or 2; four producer warps per CTA but where narrow CTAs would crowd the SMs
+//     (kSmallFourProducerCtas), there two;
 //   - at most kSerialMaxTokens tokens: the token-serial route;
 //   - with the workspace for the chunk records and at most kSplitMaxChains (sequence, head)
 //     chains (and kRankMaxSeqs sequences): the split route, its value slabs by the chain's own
@@ -112,10 +113,14 @@ cudaError_t dispatch(const PrefillArgs& args, void* workspace, uint64_t workspac
   const int small_groups = small_cp_groups(args.total_tokens, args.num_seqs);
   if (small_groups && aligned && gate_pairs_aligned &&
       workspace_size >= SmallGroupSpace::floats(args.num_seqs, small_groups) * sizeof(float))
-    return launch_small_chunk_cp<8>(args, static_cast<float*>(workspace), small_groups, stream);
-  if (takes_small_chunk(args.total_tokens) && gate_pairs_aligned)
-    return args.num_seqs * kVHeads >= kSmallChunkWideItems ? launch_small_chunk<8>(args, stream)
-                                                           : launch_small_chunk<2>(args, stream);
+    return launch_small_chunk_cp<8, 4>(args, static_cast<float*>(workspace), small_groups,
+                                       stream);
+  if (takes_small_chunk(args.total_tokens) && gate_pairs_aligned) {
+    if (args.num_seqs * kVHeads >= kSmallChunkWideItems) return launch_small_chunk<8, 4>(args, stream);
+    const int64_t narrow_ctas = args.num_seqs * kVHeads * SmallRoles<2>::kTilesPerHead;
+    return narrow_ctas <= kSmallFourProducerCtas ? launch_small_chunk<2, 4>(args, stream)
+                                                 : launch_small_chunk<2, 2>(args, stream);
+  }
   if (takes_token_serial(args.total_tokens)) return launch_token_serial(args, stream);
   if (aligned && takes_split(args.total_tokens, args.num_seqs) &&
       workspace_size >= record_workspace_bytes(args.total_tokens, args.num_seqs)) {

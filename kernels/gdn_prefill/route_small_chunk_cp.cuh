@@ -28,10 +28,10 @@ namespace khk::gdn_prefill {
 __host__ __device__ constexpr int small_cp_map_walks(int groups) { return 2 * groups - 3; }
 
 /// The map pass: CTA (head, walk, tile) in that order, tile fastest.
-template <int kRowWarps>
-__global__ void __launch_bounds__(SmallRoles<kRowWarps>::kThreads)
+template <int kRowWarps, int kProducers>
+__global__ void __launch_bounds__(SmallRoles<kRowWarps, kProducers>::kThreads)
     small_cp_map_kernel(PrefillArgs args, SmallGroupSpace space) {
-  using Roles = SmallRoles<kRowWarps>;
+  using Roles = SmallRoles<kRowWarps, kProducers>;
   constexpr int kRows = Roles::kRows, kThreads = Roles::kThreads;
   extern __shared__ __align__(16) unsigned char smem[];
   const int walks = small_cp_map_walks(space.groups);
@@ -65,18 +65,18 @@ __global__ void __launch_bounds__(SmallRoles<kRowWarps>::kThreads)
     walk.exit = space.map(head, group - 1);  // A_group
   }
   SmallSmem& s = *reinterpret_cast<SmallSmem*>(smem);
-  if (index == 0) small_chunk_walk<kRowWarps, true>(args, walk, s);
-  else if (index < space.groups - 1) small_chunk_walk<kRowWarps, false>(args, walk, s);
-  else small_chunk_walk<kRowWarps, false, true>(args, walk, s);
+  if (index == 0) small_chunk_walk<kRowWarps, kProducers, true>(args, walk, s);
+  else if (index < space.groups - 1) small_chunk_walk<kRowWarps, kProducers, false>(args, walk, s);
+  else small_chunk_walk<kRowWarps, kProducers, false, true>(args, walk, s);
 }
 
 /// The finish pass: CTA (head, group 1 .. groups - 1, tile), tile fastest. It reads only the
 /// workspace and writes new_state last, so an in-place call (new_state == state) is safe: only
 /// the map pass read the state.
-template <int kRowWarps>
-__global__ void __launch_bounds__(SmallRoles<kRowWarps>::kThreads)
+template <int kRowWarps, int kProducers>
+__global__ void __launch_bounds__(SmallRoles<kRowWarps, kProducers>::kThreads)
     small_cp_finish_kernel(PrefillArgs args, SmallGroupSpace space) {
-  using Roles = SmallRoles<kRowWarps>;
+  using Roles = SmallRoles<kRowWarps, kProducers>;
   extern __shared__ __align__(16) unsigned char smem[];
   const int64_t cta = blockIdx.x;
   const int64_t rest = cta / Roles::kTilesPerHead;
@@ -93,19 +93,19 @@ __global__ void __launch_bounds__(SmallRoles<kRowWarps>::kThreads)
   walk.entry = space.exit(head, group - 1);
   walk.output = args.output + (walk.begin * kVHeads + walk.h) * kHeadSize;
   if (group == space.groups - 1) walk.exit = args.new_state + head * kStateFloats;
-  small_chunk_walk<kRowWarps>(args, walk, *reinterpret_cast<SmallSmem*>(smem));
+  small_chunk_walk<kRowWarps, kProducers>(args, walk, *reinterpret_cast<SmallSmem*>(smem));
 }
 
 #if defined(__CUDACC__)  // a host build (the tests' CTA emulator) runs the kernel bodies itself
 /// The three launches in `groups` (at least 3) groups per sequence, on a workspace of
 /// SmallGroupSpace::floats(num_seqs, groups) floats, 16-byte aligned.
-template <int kRowWarps>
+template <int kRowWarps, int kProducers>
 cudaError_t launch_small_chunk_cp(const PrefillArgs& args, float* workspace, int groups,
                                   cudaStream_t stream) {
-  using Roles = SmallRoles<kRowWarps>;
+  using Roles = SmallRoles<kRowWarps, kProducers>;
   constexpr int bytes = sizeof(SmallSmem), scan_bytes = sizeof(SmallScanSmem);
-  for (const void* kernel : {reinterpret_cast<const void*>(small_cp_map_kernel<kRowWarps>),
-                             reinterpret_cast<const void*>(small_cp_finish_kernel<kRowWarps>)}) {
+  for (const void* kernel : {reinterpret_cast<const void*>(small_cp_map_kernel<kRowWarps, kProducers>),
+                             reinterpret_cast<const void*>(small_cp_finish_kernel<kRowWarps, kProducers>)}) {
     const cudaError_t e =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
     if (e != cudaSuccess) return e;
@@ -117,11 +117,11 @@ cudaError_t launch_small_chunk_cp(const PrefillArgs& args, float* workspace, int
   const int64_t heads = args.num_seqs * kVHeads;
   const int64_t map_ctas = heads * small_cp_map_walks(groups) * Roles::kTilesPerHead;
   if (map_ctas > 0x7fffffff) return cudaErrorInvalidConfiguration;
-  small_cp_map_kernel<kRowWarps>
+  small_cp_map_kernel<kRowWarps, kProducers>
       <<<static_cast<unsigned>(map_ctas), Roles::kThreads, bytes, stream>>>(args, space);
   small_cp_scan_kernel<<<static_cast<unsigned>(heads * (kHeadSize / kScanRowsPerCta)),
                          kScanThreadsPerCta, scan_bytes, stream>>>(space);
-  small_cp_finish_kernel<kRowWarps>
+  small_cp_finish_kernel<kRowWarps, kProducers>
       <<<static_cast<unsigned>(heads * (groups - 1) * Roles::kTilesPerHead), Roles::kThreads,
          bytes, stream>>>(args, space);
   return cudaGetLastError();

@@ -1,6 +1,6 @@
 // The small-chunk route's producer warps (small_chunk_layout.h): a chunk's input requests, its
-// phase A (gates, K K^T, Q K^T) and its phase B (the inverse, the decay ratios and the chain's B
-// fragments). Everything here depends on q, k, a, b only (and v's rows, copied as they are), so
+// phase A (gates, K K^T, Q K^T, A) and its phase B (the inverse, the decay ratios and the chain's
+// B fragments). Everything here depends on q, k, a, b only (and v's rows, copied as they are), so
 // it runs ahead of the chain.
 //
 // With lg_t the cumulative log2 decay through token t of the chunk and m_0 a state row (a value
@@ -63,87 +63,107 @@ __device__ __forceinline__ float pair_half(uint32_t pair, int h) {
   return __uint_as_float(h & 1 ? pair & 0xffff0000u : pair << 16);
 }
 
-/// Phase A of one chunk (one warp): the gates, their cumulative log2 decay, K K^T and Q K^T on
-/// tensor cores (bf16 inputs, exact products, fp32 sums).
+/// Phase A of one chunk (one warp): the gates and their cumulative log2 decay, K K^T and Q K^T on
+/// tensor cores (bf16 inputs, exact products, fp32 sums), and A from K K^T in registers.
 __device__ __forceinline__ void small_gate_products(const SmallTiles& tiles, SmallProducts& out,
                                                     int count, int h, float A_log, float dt_bias,
                                                     int lane) {
   float lg = 0.0f, beta = 0.0f;
   if (lane < count)
     token_gates(pair_half(tiles.a[lane], h), pair_half(tiles.b[lane], h), A_log, dt_bias, lg, beta);
-  #pragma unroll
+#pragma unroll
   for (int offset = 1; offset < kSmallChunk; offset *= 2) {  // inclusive scan over lanes 0-15
     const float below = __shfl_up_sync(0xffffffffu, lg, offset);
     if ((lane % kSmallChunk) >= offset) lg += below;
   }
   if (lane < kSmallChunk) out.log2_decay[lane] = lg, out.beta[lane] = beta;
 
-  // Lane l addresses row l % 8 of matrix l / 8: (tokens 0-7 | 8-15) x (keys 0-7 | 8-15) of a
-  // 16-key step, in the order that makes registers 0, 1 the B fragment of tokens 0-7 and 2, 3
-  // that of tokens 8-15; the A fragment of the same tile is registers 0, 2, 1, 3.
+  // Lane l addresses row l % 8 of matrix l / 8 of a 16-key step: in B order (tokens 0-7 | 8-15)
+  // x (keys 0-7 | 8-15), registers 0, 1 the B fragment of tokens 0-7 and 2, 3 that of tokens
+  // 8-15; in A order (keys 0-7 | 8-15) x (tokens 0-7 | 8-15). Two loads rather than register
+  // moves between the orders.
   const int m = lane / 8, r = lane % 8;
+  const int b_row = (m / 2) * 8 + r, b_col = (m % 2) * 8, a_row = (m % 2) * 8 + r, a_col = (m / 2) * 8;
   float kk[2][4] = {}, qk[2][4] = {};
-  #pragma unroll
+#pragma unroll
   for (int s = 0; s < kHeadSize / 16; ++s) {
-    uint32_t kb[4], qb[4];
-    ldmatrix_x4(kb, &tiles.k[(m / 2) * 8 + r][16 * s + (m % 2) * 8]);
-    ldmatrix_x4(qb, &tiles.q[(m / 2) * 8 + r][16 * s + (m % 2) * 8]);
-    const uint32_t ka[4] = {kb[0], kb[2], kb[1], kb[3]}, qa[4] = {qb[0], qb[2], qb[1], qb[3]};
+    uint32_t kb[4], ka[4], qa[4];
+    ldmatrix_x4(kb, &tiles.k[b_row][16 * s + b_col]);
+    ldmatrix_x4(ka, &tiles.k[a_row][16 * s + a_col]);
+    ldmatrix_x4(qa, &tiles.q[a_row][16 * s + a_col]);
     mma_bf16(kk[0], ka, kb[0], kb[1]);
     mma_bf16(kk[1], ka, kb[2], kb[3]);
     mma_bf16(qk[0], qa, kb[0], kb[1]);
     mma_bf16(qk[1], qa, kb[2], kb[3]);
   }
+  __syncwarp();  // the gates above, read back below by other lanes
   const int g = lane / 4, c = lane % 4;
-  #pragma unroll
-  for (int nt = 0; nt < 2; ++nt)
-    #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int t = g + 8 * (e / 2), i = 8 * nt + 2 * c + e % 2;
-      out.kk[t][i] = kk[nt][e];
-      out.qk[t][i] = qk[nt][e];
-    }
-  (void)count;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int t = g + 8 * half;
+    const float lg_t = out.log2_decay[t], beta_t = out.beta[t];
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int i = 8 * nt + 2 * c + e;
+        const float decay = fast_exp2(fminf(lg_t - out.log2_decay[i], 0.0f));
+        out.a[t][i] = i < t ? beta_t * decay * kk[nt][2 * half + e] : 0.0f;
+        out.qk[t][i] = qk[nt][2 * half + e];
+      }
+  }
 }
 
-/// Phase B of one chunk (one warp): A and scale * P' with their decay ratios, X = (I + A)^-1 by
-/// forward substitution in fp32 (lane j < 16 holds column j; each step's updates are independent
-/// FMAs), X' = X diag(beta), and the chain's operands.
+/// Phase B's first half (one warp): X = (I + A)^-1 by forward substitution in fp32 (lane j < 16
+/// holds column j; each step's updates are independent FMAs), X' = X diag(beta), and X''s B
+/// fragments.
 __device__ __forceinline__ void small_solve(const SmallProducts& in, SmallSolveScratch& sc,
-                                            SmallOperands& out, float scale, int lane) {
-  #pragma unroll
-  for (int e = lane; e < kSmallChunk * kSmallChunk; e += 32) {
-    const int t = e / kSmallChunk, i = e % kSmallChunk;
-    const float decay = fast_exp2(fminf(in.log2_decay[t] - in.log2_decay[i], 0.0f));
-    sc.a[t][i] = i < t ? in.beta[t] * decay * in.kk[t][i] : 0.0f;
-    sc.p[t][i] = i <= t ? scale * decay * in.qk[t][i] : 0.0f;
-  }
-  __syncwarp();
+                                            SmallOperands& out, int lane) {
   const int j = lane % kSmallChunk;
   float x[kSmallChunk];
-  #pragma unroll
+#pragma unroll
   for (int t = 0; t < kSmallChunk; ++t) x[t] = t == j ? 1.0f : 0.0f;
-  #pragma unroll
+#pragma unroll
   for (int i = 0; i < kSmallChunk; ++i)
-    #pragma unroll
-    for (int t = i + 1; t < kSmallChunk; ++t) x[t] = fmaf(-sc.a[t][i], x[i], x[t]);
+#pragma unroll
+    for (int t = i + 1; t < kSmallChunk; ++t) x[t] = fmaf(-in.a[t][i], x[i], x[t]);
   if (lane < kSmallChunk) {
     const float beta = in.beta[j];
-    #pragma unroll
+#pragma unroll
     for (int t = 0; t < kSmallChunk; ++t) sc.x[t][j] = x[t] * beta;
   }
   __syncwarp();
   // B[k = i][n = t] = X'[t][i]: lane (g, c) holds X'[8 nt + g][2c, 2c + 1] and [2c + 8, 2c + 9].
   const int g = lane / 4, c = lane % 4;
-  #pragma unroll
+#pragma unroll
   for (int nt = 0; nt < 2; ++nt) {
     const int t = 8 * nt + g;
     uint32_t hi0, lo0, hi1, lo1;
     split_bf16x2(sc.x[t][2 * c], sc.x[t][2 * c + 1], hi0, lo0);
     split_bf16x2(sc.x[t][2 * c + 8], sc.x[t][2 * c + 9], hi1, lo1);
     out.x[nt][lane] = make_uint4(hi0, hi1, lo0, lo1);
-    split_bf16x2(sc.p[t][2 * c], sc.p[t][2 * c + 1], hi0, lo0);
-    split_bf16x2(sc.p[t][2 * c + 8], sc.p[t][2 * c + 9], hi1, lo1);
+  }
+}
+
+/// Phase B's second half (one warp): scale * P' as B fragments, each lane computing its own eight
+/// entries, and the chain's per-token scalings.
+__device__ __forceinline__ void small_scale(const SmallProducts& in, SmallOperands& out,
+                                            float scale, int lane) {
+  const int g = lane / 4, c = lane % 4;
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt) {
+    const int t = 8 * nt + g;
+    const float lg_t = in.log2_decay[t];
+    float p[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int i = 2 * c + (e % 2) + 8 * (e / 2);
+      const float decay = fast_exp2(fminf(lg_t - in.log2_decay[i], 0.0f));
+      p[e] = i <= t ? scale * decay * in.qk[t][i] : 0.0f;
+    }
+    uint32_t hi0, lo0, hi1, lo1;
+    split_bf16x2(p[0], p[1], hi0, lo0);
+    split_bf16x2(p[2], p[3], hi1, lo1);
     out.p[nt][lane] = make_uint4(hi0, hi1, lo0, lo1);
   }
   if (lane < kSmallChunk) {

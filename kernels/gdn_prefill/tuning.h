@@ -9,14 +9,14 @@
     !defined(CHAIN_COPIES) || !defined(PREP_CTAS_PER_SM) || !defined(CHAIN_KSPLIT) || \
     !defined(SPLIT_CP) || !defined(SMALL_CHUNK_MIN_TOKENS) || !defined(SMALL_CHUNK_WIDE_ITEMS) || \
     !defined(SMALL_CP_MAX_GROUPS) || !defined(SMALL_CP_CTAS) || !defined(SMALL_CP_GROUP_TOKENS) || \
-    !defined(SMALL_CP_MIN_GROUPS)
+    !defined(SMALL_CP_MIN_GROUPS) || !defined(SMALL_FOUR_PRODUCER_CTAS)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
 
 namespace khk::gdn_prefill {
 
 // Calls of at least this many tokens (all sequences together) take the small-chunk route
-// (route_small_chunk.cuh: 16-token chunks, the key-only work on two producer warps ahead of a
+// (route_small_chunk.cuh: 16-token chunks, the key-only work on producer warps ahead of a
 // chain of four small tensor-core products per chunk) before every other route; 0: never. Below
 // it, the token-serial route's shorter pipeline wins (one H200: 3.9 against 6.2 us at 6 tokens).
 constexpr long long kSmallChunkMinTokens = SMALL_CHUNK_MIN_TOKENS;
@@ -25,8 +25,17 @@ constexpr long long kSmallChunkMinTokens = SMALL_CHUNK_MIN_TOKENS;
 // pair): with few pairs more, narrower CTAs spread the chains over more SMs; with many, the wide
 // ones stop repeating the producer work four times.
 constexpr long long kSmallChunkWideItems = SMALL_CHUNK_WIDE_ITEMS;
+// The small-chunk route's producer warps: four (a load, a gate, a solve and a scale warp;
+// small_chunk_layout.h) in wide CTAs, in the context-parallel form's and in narrow CTAs when the
+// call has at most kSmallFourProducerCtas of them, else two (load and gates on one warp, the
+// inverse and the scalings on the other). Four shorten the pipeline's iteration (each role about
+// as long as a chain warp's step): 7-31 % faster at 64-8191 tokens and at 8192 tokens on one H200
+// (bench/results/2026-12-02_gdn_prefill_four_producers_h200.json). Narrow CTAs past about two per
+// SM share SMs with each other's producers, and there the two extra warps lost (3999 tokens x 13
+// sequences, 416 narrow CTAs: -4.9 %). 0: two producers in every narrow CTA.
+constexpr long long kSmallFourProducerCtas = SMALL_FOUR_PRODUCER_CTAS;
 // The small-chunk route in context-parallel groups (route_small_chunk_cp.cuh: a map pass, an
-// fp32 scan and a finish pass, 8 chain warps per CTA) where the workspace holds the groups'
+// fp32 scan and a finish pass, 8 chain warps and four producers per CTA) where the workspace holds the groups'
 // matrices: in the most groups per sequence, from 3 to kSmallCpMaxGroups (below 3: never), whose
 // map pass (N * 8 * (2 groups - 3) CTAs) fits kSmallCpCtas CTAs -- a second CTA on an SM slows
 // both chains, each bound by its own latency at about one CTA per SM -- and whose groups average
@@ -125,6 +134,7 @@ static_assert(kMinCtas >= 1, "MIN_CTAS: at least 1");
 static_assert(kSmallChunkMinTokens >= 0, "SMALL_CHUNK_MIN_TOKENS: 0 or more");
 static_assert(kSmallChunkWideItems >= 1, "SMALL_CHUNK_WIDE_ITEMS: 1 or more");
 static_assert(kSmallCpMaxGroups >= 0, "SMALL_CP_MAX_GROUPS: 0 or more");
+static_assert(kSmallFourProducerCtas >= 0, "SMALL_FOUR_PRODUCER_CTAS: 0 or more");
 static_assert(kSmallCpMinGroups >= 3, "SMALL_CP_MIN_GROUPS: 3 or more");
 static_assert(kSmallCpCtas >= 1 && kSmallCpGroupTokens >= 1,
               "SMALL_CP_CTAS and SMALL_CP_GROUP_TOKENS: 1 or more");
