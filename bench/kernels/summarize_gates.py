@@ -3,8 +3,11 @@
 for each gate its candidates, GPU, timer, options and the objective with its interval overall,
 per regime and per workload.
 
-Usage: bench/kernels/summarize_gates.py RESULT.json COMMIT WHAT LABEL=GATE.json [LABEL=GATE.json...]
-  GPU.txt (nvidia-smi's "name, driver") is read from the folder of the first gate file.
+Usage: bench/kernels/summarize_gates.py RESULT.json COMMIT WHAT LABEL=GATE [LABEL=GATE...]
+  GATE: a gate's JSON, or BUNDLE.khb#STAGE for the gate of that stage (representative, full,
+  remeasured) stored in a kh store bundle (kh promote stores each gate as it finishes, so a
+  promotion stopped in its replay still has them). GPU.txt (nvidia-smi's "name, driver") is read
+  from the folder of the first gate file.
 """
 import datetime
 import json
@@ -16,8 +19,23 @@ def interval(o):
     return {k: round(o[k], 4) for k in ("estimate", "lo", "hi")}
 
 
+def load_gate(path):
+    if "#" not in path:
+        return json.load(open(path))
+    bundle, stage = path.rsplit("#", 1)
+    for line in open(bundle):
+        row = json.loads(line)
+        if row.get("t") == "gates" and row["r"]["stage"] == stage:
+            g = dict(row["r"])
+            result = g.pop("result")
+            g.update(json.loads(result) if isinstance(result, str) else result)
+            g["options"] = json.loads(g["options"]) if isinstance(g["options"], str) else g["options"]
+            return g
+    sys.exit(f"{bundle}: no gate of stage {stage!r}")
+
+
 def gate_summary(path):
-    g = json.load(open(path))
+    g = load_gate(path)
     return {
         "candidate_a": g["candidate_a"],
         "candidate_b": g["candidate_b"],
@@ -40,7 +58,7 @@ def main():
         sys.exit(__doc__)
     result, commit, what = sys.argv[1:4]
     gates = dict(arg.split("=", 1) for arg in sys.argv[4:])
-    first = next(iter(gates.values()))
+    first = next(iter(gates.values())).split("#")[0]
     gpu_txt = os.path.join(os.path.dirname(first), "gpu.txt")
     machine = open(gpu_txt).read().strip() if os.path.exists(gpu_txt) else "unknown"
     out = {
