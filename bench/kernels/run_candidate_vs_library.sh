@@ -13,6 +13,9 @@
 # Usage: bench/kernels/run_candidate_vs_library.sh OUT_DIR CANDIDATE_DIR [NAME=value,NAME=value ...]
 #   KH_TRIALS correctness trials (default 3); KH_SWEEP_ARGS extra kh sweep arguments.
 set -u
+# A fresh store: only this run's candidates in kh history, the compares and the report (with the
+# memory/ bundles imported, every candidate ever stored came along, with its old results).
+export KH_MEMORY_DIR=
 out=${1:?usage: bench/kernels/run_candidate_vs_library.sh OUT_DIR CANDIDATE_DIR [KNOBS...]}
 cand=${2:?usage: bench/kernels/run_candidate_vs_library.sh OUT_DIR CANDIDATE_DIR [KNOBS...]}
 shift 2
