@@ -7,7 +7,8 @@
 #      candidate, and the candidate at each knob setting given, on every official workload (or
 #      the workloads of KH_WORKLOADS=FILE);
 #   3. kh show --json per candidate (OUT/show_<name>.json), kh compare of each against the library
-#      entry (OUT/compare_<name>.txt) and kh report (OUT/report/report.md, regimes included).
+#      entry (OUT/compare_<name>_<hash>.txt, and .json for bench/kernels/summarize_compares.py)
+#      and kh report (OUT/report/report.md, regimes included).
 # The store (OUT/store) keeps the results; its blobs are dropped at the end to keep OUT small.
 #
 # Usage: bench/kernels/run_candidate_vs_library.sh OUT_DIR CANDIDATE_DIR [NAME=value,NAME=value ...]
@@ -50,8 +51,11 @@ base_hash=$("$kh" retained "$def" --source "$library" --store "$store" --json 2>
   python3 -c 'import json, sys; print(json.load(sys.stdin)["source_hash"][:12])')
 while read -r hash name; do
   "$kh" show "$hash" --store "$store" --json >"$out/show_${name}_$hash.json" 2>/dev/null
-  [ "$hash" = "$base_hash" ] ||
+  if [ "$hash" != "$base_hash" ]; then
     "$kh" compare "$base_hash" "$hash" --store "$store" >"$out/compare_${name}_$hash.txt" 2>&1
+    "$kh" compare "$base_hash" "$hash" --store "$store" --json >"$out/compare_${name}_$hash.json" \
+      2>/dev/null
+  fi
 done <"$out/candidates.txt"
 "$kh" report "$def" --store "$store" --out "$out/report" >/dev/null 2>&1
 rm -rf "$store/blobs"

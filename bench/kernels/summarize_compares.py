@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """The candidate-against-library comparisons of several bench/kernels/run_candidate_vs_library.sh
-runs as one committed result: for each run and candidate the per-workload latencies of the library
-entry (A) and the candidate (B) from that run's `kh compare` text (OUT/compare_<name>_<hash>.txt,
-one interleaved sweep, so A and B are paired), the geometric-mean speedup A / B per kh regime and
-overall, and the run's correctness summary (OUT/correctness/summary.txt) and promotion decision
-when given.
+runs as one committed result: for each run and candidate that run's `kh compare --json` of the
+library entry (A) against the candidate (B) (OUT/compare_<name>_<hash>.json, one interleaved
+sweep, so A and B are paired: per-workload latencies and speedup A / B, geometric means per kh
+regime and overall), with the run's correctness summary (OUT/correctness/summary.txt) and its
+promotion decision when given.
 
 Usage: bench/kernels/summarize_compares.py SPEC.json OUT.json
   SPEC: {"what", "machine", "commit", "command", "timing", "notes": {...},
@@ -12,34 +12,26 @@ Usage: bench/kernels/summarize_compares.py SPEC.json OUT.json
                    "candidates": {hash12: description}}]}
 """
 import json
-import math
 import os
 import re
 import sys
 
-ROW = re.compile(r"^\s*(\d+)\s+([0-9a-f]{8})\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)x\s+(.*)$")
 
-
-def parse_compare(path):
-    rows = []
-    for line in open(path):
-        m = ROW.match(line)
-        if m:
-            rows.append({"index": int(m[1]), "workload": m[2], "library_us": float(m[3]),
-                         "candidate_us": float(m[4]), "regime": m[6].strip()})
-    return rows
-
-
-def geomean(xs):
-    return round(math.exp(sum(math.log(x) for x in xs) / len(xs)), 4) if xs else None
-
-
-def summarize(rows):
-    by = {}
-    for r in rows:
-        by.setdefault(r["regime"], []).append(r["library_us"] / r["candidate_us"])
-    return {"overall": geomean([r["library_us"] / r["candidate_us"] for r in rows]),
-            "regimes": {g: {"workloads": len(v), "speedup": geomean(v)} for g, v in sorted(by.items())}}
+def compact(compare):
+    """kh compare's JSON, latencies in microseconds, the regimes by label."""
+    labels = {r["regime"]: r["label"] for r in compare["regimes"]}
+    return {
+        "geomean_speedup": round(compare["geomean_speedup"], 4),
+        "compared": compare["compared"],
+        "regimes": {r["label"]: {"workloads": r["compared"],
+                                 **{k: round(r[k], 4)
+                                    for k in ("geomean_speedup", "min_speedup", "max_speedup")}}
+                    for r in compare["regimes"] if r["compared"]},
+        "workloads": [{"workload": w["workload"], "regime": labels[w["regime"]],
+                       "library_us": round(w["a"] * 1e6, 2), "candidate_us": round(w["b"] * 1e6, 2),
+                       "speedup": round(w["speedup"], 4)}
+                      for w in compare["workloads"] if w.get("a") and w.get("b")],
+    }
 
 
 def main():
@@ -57,12 +49,10 @@ def main():
             entry["promotion"] = {"candidate": d["candidate"][:12], "decision": d["decision"],
                                   "reason": d["reason"], "evidence": d["evidence"]}
         for name in sorted(os.listdir(out)):
-            m = re.match(r"compare_.*_([0-9a-f]{12})\.txt$", name)
-            if not m or m[1] not in run["candidates"]:
-                continue
-            rows = parse_compare(os.path.join(out, name))
-            entry["candidates"][m[1]] = {"description": run["candidates"][m[1]],
-                                         "speedup_over_library": summarize(rows), "workloads": rows}
+            m = re.match(r"compare_.*_([0-9a-f]{12})\.json$", name)
+            if m and m[1] in run["candidates"]:
+                entry["candidates"][m[1]] = {"description": run["candidates"][m[1]],
+                                             **compact(json.load(open(os.path.join(out, name))))}
         missing = set(run["candidates"]) - set(entry["candidates"])
         if missing:
             raise SystemExit(f"{out}: no compare file for {sorted(missing)}")
@@ -73,7 +63,7 @@ def main():
     json.dump(doc, open(out_path, "w"), indent=1)
     for r in runs:
         for h, c in r["candidates"].items():
-            print(r["name"], h, c["speedup_over_library"]["overall"], c["description"][:70])
+            print(r["name"], h, c["geomean_speedup"], c["description"][:70])
 
 
 if __name__ == "__main__":
