@@ -1,7 +1,8 @@
 // Route choice for GDN prefill, on the two sizes the host knows without a sync (the total tokens
 // and the sequences; their lengths live on the device, in cu_seqlens, and are never read back, so
 // the call stays CUDA-graph capturable):
-//   - at least kSmallChunkMinTokens tokens: the small-chunk route, in context-parallel groups
+//   - at least kSmallChunkMinTokens tokens, kSmallChunkMinAvgTokens per sequence on average: the
+//     small-chunk route, in context-parallel groups
 //     where few sequences leave SMs idle and the workspace holds the groups' matrices
 //     (small_cp_groups), else 8 chain warps per CTA from kSmallChunkWideItems (sequence, head)
 //     pairs, or 2; four producer warps per CTA but where narrow CTAs would crowd the SMs
@@ -42,34 +43,38 @@ int chain_slabs(int64_t num_seqs) {
   return slabs;
 }
 
-bool takes_small_chunk(int64_t total_tokens) {
-  return kSmallChunkMinTokens > 0 && total_tokens >= kSmallChunkMinTokens;
+bool takes_token_serial(int64_t total_tokens) {
+  return kSerialMaxTokens > 0 && total_tokens <= kSerialMaxTokens;
+}
+
+// Short sequences on average go to the token-serial route where it would take the call.
+bool takes_small_chunk(int64_t total_tokens, int64_t num_seqs) {
+  return kSmallChunkMinTokens > 0 && total_tokens >= kSmallChunkMinTokens &&
+         (total_tokens >= num_seqs * kSmallChunkMinAvgTokens || !takes_token_serial(total_tokens));
 }
 
 // Groups per sequence of the small-chunk route's context-parallel form (tuning.h); 0: not taken.
 int small_cp_groups(int64_t total_tokens, int64_t num_seqs) {
-  if (!takes_small_chunk(total_tokens)) return 0;
+  if (!takes_small_chunk(total_tokens, num_seqs)) return 0;
   int groups = 0;
   for (int g = 3; g <= kSmallCpMaxGroups; ++g) {
     if (num_seqs * kVHeads * small_cp_map_walks(g) > kSmallCpCtas) break;
     if (total_tokens < g * num_seqs * kSmallCpGroupTokens) break;
     groups = g;
   }
-  return groups >= kSmallCpMinGroups ? groups : 0;
-}
-
-bool takes_token_serial(int64_t total_tokens) {
-  return kSerialMaxTokens > 0 && total_tokens <= kSerialMaxTokens;
+  const bool long_groups = kSmallCpLongGroupTokens > 0 && groups >= 3 &&
+                           total_tokens >= groups * num_seqs * kSmallCpLongGroupTokens;
+  return groups >= kSmallCpMinGroups || long_groups ? groups : 0;
 }
 
 // Whether a route that needs no workspace takes the call before the others are considered.
-bool takes_workspace_free(int64_t total_tokens) {
-  return takes_small_chunk(total_tokens) || takes_token_serial(total_tokens);
+bool takes_workspace_free(int64_t total_tokens, int64_t num_seqs) {
+  return takes_small_chunk(total_tokens, num_seqs) || takes_token_serial(total_tokens);
 }
 
 // Groups per sequence of the context-parallel route; below 2 the route is not taken.
 int context_parallel_groups(int64_t total_tokens, int64_t num_seqs) {
-  if (kCpMaxGroups < 2 || takes_workspace_free(total_tokens)) return 0;
+  if (kCpMaxGroups < 2 || takes_workspace_free(total_tokens, num_seqs)) return 0;
   if (total_tokens < kCpMinTokensPerSeq * num_seqs) return 0;
   const int64_t items = num_seqs * kVHeads * chunked_slabs(num_seqs);
   const int64_t groups = kMinCtas / items;
@@ -78,7 +83,7 @@ int context_parallel_groups(int64_t total_tokens, int64_t num_seqs) {
 
 // Whether the split route fits the call's sizes (the workspace is checked by the caller).
 bool takes_split(int64_t total_tokens, int64_t num_seqs) {
-  return !takes_workspace_free(total_tokens) && num_seqs <= kRankMaxSeqs &&
+  return !takes_workspace_free(total_tokens, num_seqs) && num_seqs <= kRankMaxSeqs &&
          num_seqs * kVHeads <= kSplitMaxChains;
 }
 
@@ -115,8 +120,9 @@ cudaError_t dispatch(const PrefillArgs& args, void* workspace, uint64_t workspac
       workspace_size >= SmallGroupSpace::floats(args.num_seqs, small_groups) * sizeof(float))
     return launch_small_chunk_cp<8, 4>(args, static_cast<float*>(workspace), small_groups,
                                        stream);
-  if (takes_small_chunk(args.total_tokens) && gate_pairs_aligned) {
-    if (args.num_seqs * kVHeads >= kSmallChunkWideItems) return launch_small_chunk<8, 4>(args, stream);
+  if (takes_small_chunk(args.total_tokens, args.num_seqs) && gate_pairs_aligned) {
+    if (args.num_seqs * kVHeads >= kSmallChunkWideItems)
+      return launch_small_chunk<8, 4>(args, stream);
     const int64_t narrow_ctas = args.num_seqs * kVHeads * SmallRoles<2>::kTilesPerHead;
     return narrow_ctas <= kSmallFourProducerCtas ? launch_small_chunk<2, 4>(args, stream)
                                                  : launch_small_chunk<2, 2>(args, stream);

@@ -80,9 +80,9 @@ struct SmallWalk {
   float* exit = nullptr;            // the head's matrix the rows end in; null: not stored
 };
 
-/// The pipelined walk of one CTA of kRowWarps chain warps and kProducers producer warps. kOutput: the
-/// walk writes its outputs (walk.output), else none. kIdentity: it starts from identity rows with
-/// zero values (a group's state map; walk.entry unused). Both are compile-time, so each walk
+/// The pipelined walk of one CTA of kRowWarps chain warps and kProducers producer warps. kOutput:
+/// the walk writes its outputs (walk.output), else none. kIdentity: it starts from identity rows
+/// with zero values (a group's state map; walk.entry unused). Both are compile-time, so each walk
 /// compiles only its own chain variant.
 template <int kRowWarps, int kProducers, bool kOutput = true, bool kIdentity = false>
 __device__ __forceinline__ void small_chunk_walk(const PrefillArgs& args, const SmallWalk& walk,

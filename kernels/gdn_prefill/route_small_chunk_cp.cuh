@@ -104,8 +104,9 @@ cudaError_t launch_small_chunk_cp(const PrefillArgs& args, float* workspace, int
                                   cudaStream_t stream) {
   using Roles = SmallRoles<kRowWarps, kProducers>;
   constexpr int bytes = sizeof(SmallSmem), scan_bytes = sizeof(SmallScanSmem);
-  for (const void* kernel : {reinterpret_cast<const void*>(small_cp_map_kernel<kRowWarps, kProducers>),
-                             reinterpret_cast<const void*>(small_cp_finish_kernel<kRowWarps, kProducers>)}) {
+  const void* map = reinterpret_cast<const void*>(small_cp_map_kernel<kRowWarps, kProducers>);
+  const void* finish = reinterpret_cast<const void*>(small_cp_finish_kernel<kRowWarps, kProducers>);
+  for (const void* kernel : {map, finish}) {
     const cudaError_t e =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
     if (e != cudaSuccess) return e;

@@ -9,17 +9,25 @@
     !defined(CHAIN_COPIES) || !defined(PREP_CTAS_PER_SM) || !defined(CHAIN_KSPLIT) || \
     !defined(SPLIT_CP) || !defined(SMALL_CHUNK_MIN_TOKENS) || !defined(SMALL_CHUNK_WIDE_ITEMS) || \
     !defined(SMALL_CP_MAX_GROUPS) || !defined(SMALL_CP_CTAS) || !defined(SMALL_CP_GROUP_TOKENS) || \
-    !defined(SMALL_CP_MIN_GROUPS) || !defined(SMALL_FOUR_PRODUCER_CTAS)
+    !defined(SMALL_CP_MIN_GROUPS) || !defined(SMALL_FOUR_PRODUCER_CTAS) || \
+    !defined(SMALL_CP_LONG_GROUP_TOKENS) || \
+    !defined(SMALL_CHUNK_MIN_AVG_TOKENS)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
 
 namespace khk::gdn_prefill {
 
-// Calls of at least this many tokens (all sequences together) take the small-chunk route
-// (route_small_chunk.cuh: 16-token chunks, the key-only work on producer warps ahead of a
-// chain of four small tensor-core products per chunk) before every other route; 0: never. Below
-// it, the token-serial route's shorter pipeline wins (one H200: 3.9 against 6.2 us at 6 tokens).
+// Calls of at least kSmallChunkMinTokens tokens (all sequences together) whose sequences average
+// at least kSmallChunkMinAvgTokens (or that the token-serial route would not take) take the
+// small-chunk route (route_small_chunk.cuh: 16-token chunks, the key-only work on producer warps
+// ahead of a chain of four small tensor-core products per chunk) before every other route; 0:
+// never. Below, the token-serial route's shorter pipeline wins (one H200: 3.9 against 6.2 us at
+// 6 tokens, 5.7 against 7.0 us at 24). Its time steps up with each SERIAL_BLOCK (32) tokens of
+// the longest sequence, which the host cannot see: at 35-61 tokens over 1-2 sequences averaging
+// 20 or more the chunks were 5-26 % faster, at 32-35 tokens over 2 sequences averaging 16-18 4-7 %
+// slower (one H200, official counts; bench/results/2026-12-03_gdn_prefill_sweeps_h200.json).
 constexpr long long kSmallChunkMinTokens = SMALL_CHUNK_MIN_TOKENS;
+constexpr long long kSmallChunkMinAvgTokens = SMALL_CHUNK_MIN_AVG_TOKENS;
 // The small-chunk route's CTAs hold 2 chain warps (32 value rows, 4 CTAs per (sequence, head))
 // unless the call has at least this many (sequence, head) pairs, when they hold 8 (one CTA per
 // pair): with few pairs more, narrower CTAs spread the chains over more SMs; with many, the wide
@@ -34,12 +42,12 @@ constexpr long long kSmallChunkWideItems = SMALL_CHUNK_WIDE_ITEMS;
 // SM share SMs with each other's producers, and there the two extra warps lost (3999 tokens x 13
 // sequences, 416 narrow CTAs: -4.9 %). 0: two producers in every narrow CTA.
 constexpr long long kSmallFourProducerCtas = SMALL_FOUR_PRODUCER_CTAS;
-// The small-chunk route in context-parallel groups (route_small_chunk_cp.cuh: a map pass, an
-// fp32 scan and a finish pass, 8 chain warps and four producers per CTA) where the workspace holds the groups'
-// matrices: in the most groups per sequence, from 3 to kSmallCpMaxGroups (below 3: never), whose
-// map pass (N * 8 * (2 groups - 3) CTAs) fits kSmallCpCtas CTAs -- a second CTA on an SM slows
-// both chains, each bound by its own latency at about one CTA per SM -- and whose groups average
-// at least kSmallCpGroupTokens tokens (each walk pays the pipeline's fill of kSmallChainLag
+// The small-chunk route in context-parallel groups (route_small_chunk_cp.cuh: a map pass, an fp32
+// scan and a finish pass, 8 chain warps and four producers per CTA) where the workspace holds the
+// groups' matrices: in the most groups per sequence, from 3 to kSmallCpMaxGroups (below 3: never),
+// whose map pass (N * 8 * (2 groups - 3) CTAs) fits kSmallCpCtas CTAs -- a second CTA on an SM
+// slows both chains, each bound by its own latency at about one CTA per SM -- and whose groups
+// average at least kSmallCpGroupTokens tokens (each walk pays the pipeline's fill of kSmallChainLag
 // steps, and every group one scan step).
 constexpr int kSmallCpMaxGroups = SMALL_CP_MAX_GROUPS;
 constexpr long long kSmallCpCtas = SMALL_CP_CTAS;
@@ -48,8 +56,15 @@ constexpr long long kSmallCpGroupTokens = SMALL_CP_GROUP_TOKENS;
 // at about 2.2 us per 16-token step for a CTA of 8 chain warps against 1.2 us for the plain
 // route's 2) and adds a scan step (about 4 us), so few groups lose. One H200 at 1-5 sequences:
 // 3-5 groups 1.0-1.5x slower than the plain route, 9 groups 1.25-1.5x faster
-// (bench/results/2026-12-02_gdn_prefill_small_chunk_cp_h200.json).
+// (bench/results/2026-12-02_gdn_prefill_small_chunk_cp_knobs_h200.json); at 2 sequences 5 groups
+// win on the longest (5709 tokens: 1.21x) and lose at 2040 tokens (0.89x;
+// bench/results/2026-12-03_gdn_prefill_sweeps_h200.json).
 constexpr int kSmallCpMinGroups = SMALL_CP_MIN_GROUPS;
+// ... or from 3 groups when they average at least kSmallCpLongGroupTokens tokens: long groups pay
+// the fill and the scan step back (2 sequences in 5 groups on one H200: 5709 tokens 231 -> 191 us,
+// 3271 tokens 132 -> 122, while 2040 tokens, 204 per group, went 71 -> 81;
+// bench/results/2026-12-03_gdn_prefill_sweeps_h200.json). 0: the group count alone decides.
+constexpr long long kSmallCpLongGroupTokens = SMALL_CP_LONG_GROUP_TOKENS;
 
 // Calls of at most this many tokens (all sequences together) take the token-serial route
 // (route_token_serial.cuh, its knobs in serial_tuning.h), the others the chunked route. The
@@ -132,10 +147,12 @@ constexpr int kRankMaxSeqs = 128;
 
 static_assert(kMinCtas >= 1, "MIN_CTAS: at least 1");
 static_assert(kSmallChunkMinTokens >= 0, "SMALL_CHUNK_MIN_TOKENS: 0 or more");
+static_assert(kSmallChunkMinAvgTokens >= 0, "SMALL_CHUNK_MIN_AVG_TOKENS: 0 or more");
 static_assert(kSmallChunkWideItems >= 1, "SMALL_CHUNK_WIDE_ITEMS: 1 or more");
 static_assert(kSmallCpMaxGroups >= 0, "SMALL_CP_MAX_GROUPS: 0 or more");
 static_assert(kSmallFourProducerCtas >= 0, "SMALL_FOUR_PRODUCER_CTAS: 0 or more");
 static_assert(kSmallCpMinGroups >= 3, "SMALL_CP_MIN_GROUPS: 3 or more");
+static_assert(kSmallCpLongGroupTokens >= 0, "SMALL_CP_LONG_GROUP_TOKENS: 0 or more");
 static_assert(kSmallCpCtas >= 1 && kSmallCpGroupTokens >= 1,
               "SMALL_CP_CTAS and SMALL_CP_GROUP_TOKENS: 1 or more");
 static_assert(kSerialMaxTokens >= 0, "SERIAL_MAX_TOKENS: 0 or more");
