@@ -26,7 +26,10 @@ status=$?
 echo "promote rc=$status $(($(date +%s) - t0))s"
 "$kh" store export --since "$since" -o "$out/promotion.khb" >/dev/null 2>&1 ||
   echo "kh store export failed" >&2
-def=$(sed -n 's/^definition *= *"\(.*\)"/\1/p' "$cand/candidate.toml")
-[ -n "$def" ] && "$kh" retained "$def" --source "$cand" 2>&1 | tail -n 1
+# Whether the folder is now the retained candidate (a folder@NAME=value candidate has no such check).
+if [ -f "$cand/candidate.toml" ]; then
+  def=$(sed -n 's/^definition *= *"\(.*\)"/\1/p' "$cand/candidate.toml")
+  [ -n "$def" ] && "$kh" retained "$def" --source "$cand" 2>&1 | tail -n 1
+fi
 tail -n 5 "$out/promote.log"
 exit $status
