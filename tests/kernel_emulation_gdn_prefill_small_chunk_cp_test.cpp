@@ -1,6 +1,7 @@
 // The small-chunk GDN prefill route in context-parallel groups
-// (kernels/gdn_prefill/route_small_chunk_cp.cuh): its map pass, scan and finish pass, CUDA kernel
-// bodies compiled for the host and run by the CTA emulator one grid after another (as the
+// (kernels/gdn_prefill/route_small_chunk_cp.cuh): its map pass, scan and finish pass (or, in a
+// folder whose small_chunk_groups.h defines KHK_SMALL_CP_CORRECTION, the correction that
+// replaces the finish pass), CUDA kernel bodies compiled for the host and run by the CTA emulator one grid after another (as the
 // stream orders them), against the fp64 CPU reference at the official tolerance: groups of
 // whole and partial chunks, more groups than a sequence has chunks (empty trailing groups), empty
 // sequences with an initial state, every adversarial variant, the in-place state update, tokens
@@ -20,7 +21,12 @@
 
 namespace khk::gdn_prefill {
 // The kernels' `extern __shared__` array: one buffer, as the emulator runs one CTA at a time.
+#if defined(KHK_SMALL_CP_CORRECTION)
+alignas(16) unsigned char smem[std::max(
+    {sizeof(SmallSmem), sizeof(SmallScanSmem), sizeof(SmallCorrectSmem)})];
+#else
 alignas(16) unsigned char smem[std::max(sizeof(SmallSmem), sizeof(SmallScanSmem))];
+#endif
 }  // namespace khk::gdn_prefill
 
 namespace kh {
@@ -47,10 +53,24 @@ void run_grid(std::int64_t ctas, int threads, std::size_t smem_bytes, CtaEmulato
 /// The route's three launches in `groups` groups, on a workspace poisoned with NaN (a matrix
 /// read before it is written fails the check).
 void run_cp(const gp::PrefillArgs& args, int groups, CtaEmulator::Order order) {
+  const std::int64_t heads = args.num_seqs * gp::kVHeads;
+#if defined(KHK_SMALL_CP_CORRECTION)
+  std::vector<float> workspace(gp::SmallGroupSpace::floats(args.num_seqs, groups, args.total_tokens),
+                               std::numeric_limits<float>::quiet_NaN());
+  const gp::SmallGroupSpace space{workspace.data(), groups, args.num_seqs, args.total_tokens};
+  run_grid(heads * gp::small_cp_map_walks(groups) * Roles::kTilesPerHead, Roles::kThreads,
+           sizeof(gp::SmallSmem), order,
+           [&] { gp::small_cp_map_kernel<kRowWarps, kProducers>(args, space); });
+  run_grid(heads * (gp::kHeadSize / gp::kScanRowsPerCta), gp::kScanThreadsPerCta,
+           sizeof(gp::SmallScanSmem), order,
+           [&] { gp::small_cp_scan_kernel(space, args.new_state); });
+  const std::int64_t tiles = gp::small_correct_tiles(args.total_tokens, groups);
+  run_grid(heads * (groups - 1) * tiles, gp::kCorrectThreads, sizeof(gp::SmallCorrectSmem), order,
+           [&] { gp::small_cp_correct_kernel(args, space, tiles); });
+#else
   std::vector<float> workspace(gp::SmallGroupSpace::floats(args.num_seqs, groups),
                                std::numeric_limits<float>::quiet_NaN());
   const gp::SmallGroupSpace space{workspace.data(), groups, args.num_seqs};
-  const std::int64_t heads = args.num_seqs * gp::kVHeads;
   run_grid(heads * gp::small_cp_map_walks(groups) * Roles::kTilesPerHead, Roles::kThreads,
            sizeof(gp::SmallSmem), order,
            [&] { gp::small_cp_map_kernel<kRowWarps, kProducers>(args, space); });
@@ -58,6 +78,7 @@ void run_cp(const gp::PrefillArgs& args, int groups, CtaEmulator::Order order) {
            sizeof(gp::SmallScanSmem), order, [&] { gp::small_cp_scan_kernel(space); });
   run_grid(heads * (groups - 1) * Roles::kTilesPerHead, Roles::kThreads, sizeof(gp::SmallSmem),
            order, [&] { gp::small_cp_finish_kernel<kRowWarps, kProducers>(args, space); });
+#endif
 }
 
 OutputSet run_cp_call(const Call& c, int groups, CtaEmulator::Order order) {
@@ -103,6 +124,12 @@ TEST(SmallChunkContextParallel, MatchesTheReferenceAcrossGroups) {
   expect_matches_reference(prefill_workload("three-groups", 300, 1), 3, "", 0);
   expect_matches_reference(prefill_workload("empty-groups", 40, 1), 5, "", 1);
   expect_matches_reference(prefill_workload("two-seqs", 230, 2), 4, "", 2);
+#if defined(KHK_SMALL_CP_CORRECTION)
+  // Two groups (one scan step, straight into new_state); a group of more than one correction
+  // tile (70 tokens > kCorrectTokens) with a partial last slice.
+  expect_matches_reference(prefill_workload("two-groups", 140, 1), 2, "", 8);
+  expect_matches_reference(prefill_workload("two-seqs-two-groups", 300, 2), 2, "", 9);
+#endif
 }
 
 TEST(SmallChunkContextParallel, EmptySequencesEndAtZeroState) {
