@@ -62,7 +62,7 @@ int small_cp_groups(int64_t total_tokens, int64_t num_seqs) {
     if (total_tokens < g * num_seqs * kSmallCpGroupTokens) break;
     groups = g;
   }
-  const bool long_groups = kSmallCpLongGroupTokens > 0 && groups >= 2 &&
+  const bool long_groups = kSmallCpLongGroupTokens > 0 && groups >= kSmallCpLongMinGroups &&
                            total_tokens >= groups * num_seqs * kSmallCpLongGroupTokens;
   return groups >= kSmallCpMinGroups || long_groups ? groups : 0;
 }

@@ -10,7 +10,7 @@
     !defined(SPLIT_CP) || !defined(SMALL_CHUNK_MIN_TOKENS) || !defined(SMALL_CHUNK_WIDE_ITEMS) || \
     !defined(SMALL_CP_MAX_GROUPS) || !defined(SMALL_CP_CTAS) || !defined(SMALL_CP_GROUP_TOKENS) || \
     !defined(SMALL_CP_MIN_GROUPS) || !defined(SMALL_FOUR_PRODUCER_CTAS) || \
-    !defined(SMALL_CP_LONG_GROUP_TOKENS) || \
+    !defined(SMALL_CP_LONG_GROUP_TOKENS) || !defined(SMALL_CP_LONG_MIN_GROUPS) || \
     !defined(SMALL_CHUNK_MIN_AVG_TOKENS)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
@@ -58,12 +58,15 @@ constexpr long long kSmallCpGroupTokens = SMALL_CP_GROUP_TOKENS;
 // 1.0-1.5x slower than the plain route, 9 groups 1.25-1.5x faster,
 // bench/results/2026-12-02_gdn_prefill_small_chunk_cp_knobs_h200.json).
 constexpr int kSmallCpMinGroups = SMALL_CP_MIN_GROUPS;
-// ... or from 2 groups when they average at least kSmallCpLongGroupTokens tokens: long groups pay
-// the fill and the scan step back (with the finish pass, 2 sequences in 5 groups on one H200:
-// 5709 tokens 231 -> 191 us, 3271 tokens 132 -> 122, while 2040 tokens, 204 per group, went
-// 71 -> 81; bench/results/2026-12-03_gdn_prefill_sweeps_h200.json). 0: the group count alone
-// decides.
+// ... or from kSmallCpLongMinGroups groups when they average at least kSmallCpLongGroupTokens
+// tokens: long groups pay the fill and the scan step back (with the finish pass, 2 sequences in
+// 5 groups on one H200: 5709 tokens 231 -> 191 us, 3271 tokens 132 -> 122, while 2040 tokens,
+// 204 per group, went 71 -> 81; bench/results/2026-12-03_gdn_prefill_sweeps_h200.json). Not from
+// 2: with 5 sequences in 2 groups (3028 tokens), the longest sequence's half walked by a wide
+// CTA took 104 us where the plain route's narrow CTAs take 87 for all of it (one H200, kh
+// profile). 0: the group count alone decides.
 constexpr long long kSmallCpLongGroupTokens = SMALL_CP_LONG_GROUP_TOKENS;
+constexpr int kSmallCpLongMinGroups = SMALL_CP_LONG_MIN_GROUPS;
 
 // Calls of at most this many tokens (all sequences together) take the token-serial route
 // (route_token_serial.cuh, its knobs in serial_tuning.h), the others the chunked route. The
@@ -152,6 +155,7 @@ static_assert(kSmallCpMaxGroups >= 0, "SMALL_CP_MAX_GROUPS: 0 or more");
 static_assert(kSmallFourProducerCtas >= 0, "SMALL_FOUR_PRODUCER_CTAS: 0 or more");
 static_assert(kSmallCpMinGroups >= 2, "SMALL_CP_MIN_GROUPS: 2 or more");
 static_assert(kSmallCpLongGroupTokens >= 0, "SMALL_CP_LONG_GROUP_TOKENS: 0 or more");
+static_assert(kSmallCpLongMinGroups >= 2, "SMALL_CP_LONG_MIN_GROUPS: 2 or more");
 static_assert(kSmallCpCtas >= 1 && kSmallCpGroupTokens >= 1,
               "SMALL_CP_CTAS and SMALL_CP_GROUP_TOKENS: 1 or more");
 static_assert(kSerialMaxTokens >= 0, "SERIAL_MAX_TOKENS: 0 or more");
