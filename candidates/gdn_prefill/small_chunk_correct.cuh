@@ -21,13 +21,10 @@ namespace khk::gdn_prefill {
 constexpr int kCorrectWarps = kHeadSize / 16;  // 16 value rows each
 constexpr int kCorrectThreads = 32 * kCorrectWarps;
 constexpr int kCorrectTokens = 64;  // tokens per CTA, in slices of kSmallChunk
-constexpr int kCorrectSlices = kCorrectTokens / kSmallChunk;
-// Row stride of the qmap tile in floats: a half-warp's float2 loads of B fragments (4 tokens x 4
-// key pairs) fall in distinct banks.
-constexpr int kCorrectStride = kHeadSize + 8;
 
 struct SmallCorrectSmem {
-  float qmap[kCorrectTokens][kCorrectStride];  // the CTA's tokens' qmap rows, [token][key]
+  __nv_bfloat16 hi[kSmallChunk][kSmallKStride];  // a slice's qmap rows, [token][key]
+  __nv_bfloat16 lo[kSmallChunk][kSmallKStride];
 };
 
 /// CTAs per (sequence, head, group) for a call of `total_tokens` in `groups` groups: enough
@@ -38,10 +35,8 @@ __host__ __device__ constexpr int64_t small_correct_tiles(int64_t total_tokens, 
   return (span + kCorrectTokens - 1) / kCorrectTokens;
 }
 
-/// CTA (head, group 1 .. groups - 1, tile), tile fastest. Every load is issued before the first
-/// use (the qmap tile by cp.async, the partials and E_g's rows into registers), so a CTA waits
-/// for one memory round trip, not one per slice. Two CTAs per SM (128 registers).
-__global__ void __launch_bounds__(kCorrectThreads, 2)
+/// CTA (head, group 1 .. groups - 1, tile), tile fastest.
+__global__ void __launch_bounds__(kCorrectThreads)
     small_cp_correct_kernel(PrefillArgs args, SmallGroupSpace space, int64_t tiles) {
   extern __shared__ __align__(16) unsigned char smem[];
   SmallCorrectSmem& s = *reinterpret_cast<SmallCorrectSmem*>(smem);
@@ -58,34 +53,10 @@ __global__ void __launch_bounds__(kCorrectThreads, 2)
   const int64_t first = begin + tokens.from + from;  // the CTA's first token
   const int64_t left = tokens.count - from;
   const int count = static_cast<int>(left < kCorrectTokens ? left : kCorrectTokens);
-  constexpr int64_t kTokenStride = kVHeads * kHeadSize;  // floats from one token's row to the next
-
-  // The qmap tile (invalid tokens' rows zeroed).
-  const float* qmap = space.qmap() + first * kTokenStride + h * kHeadSize;
-  constexpr int kPieces = kCorrectTokens * kHeadSize / 4;  // 16-byte pieces
-  for (int u = static_cast<int>(threadIdx.x); u < kPieces; u += kCorrectThreads) {
-    const int token = u / (kHeadSize / 4), piece = u % (kHeadSize / 4);
-    const bool valid = token < count;
-    copy_16b_async(&s.qmap[token][4 * piece], qmap + (valid ? token : 0) * kTokenStride + 4 * piece,
-                   valid);
-  }
-  copy_commit();
 
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int g = lane / 4, c = lane % 4;
+  const int g = lane / 4, c = lane % 4, mi = lane / 8, r = lane % 8;
   const int row0 = 16 * warp;
-  // The accumulators start at the partials: [slice][n-tile][element].
-  const float* partial = space.partial() + first * kTokenStride + h * kHeadSize;
-  float acc[kCorrectSlices][2][4];
-#pragma unroll
-  for (int sl = 0; sl < kCorrectSlices; ++sl)
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int t = kSmallChunk * sl + 8 * nt + 2 * c + e % 2, row = row0 + g + 8 * (e / 2);
-        acc[sl][nt][e] = t < count ? partial[t * kTokenStride + row] : 0.0f;
-      }
   uint32_t ehi[kHeadSize / 16][4], elo[kHeadSize / 16][4];  // E_g's A fragments, per key step
   {
     float m[16][4];
@@ -93,35 +64,56 @@ __global__ void __launch_bounds__(kCorrectThreads, 2)
 #pragma unroll
     for (int k = 0; k < kHeadSize / 16; ++k) split_a_fragment(m[2 * k], m[2 * k + 1], ehi[k], elo[k]);
   }
-  copy_wait<0>();
-  __syncthreads();
+  const float* partial = space.partial() + h * kHeadSize;
+  const float* qmap = space.qmap() + h * kHeadSize;
 
-#pragma unroll
-  for (int sl = 0; sl < kCorrectSlices; ++sl) {
-    if (kSmallChunk * sl >= count) break;  // uniform across the CTA; no barrier follows
-#pragma unroll
-    for (int k = 0; k < kHeadSize / 16; ++k)
-#pragma unroll
-      for (int nt = 0; nt < 2; ++nt) {
-        const float* row = &s.qmap[kSmallChunk * sl + 8 * nt + g][16 * k + 2 * c];
-        const float2 x0 = *reinterpret_cast<const float2*>(row);
-        const float2 x1 = *reinterpret_cast<const float2*>(row + 8);
-        uint32_t b0h, b0l, b1h, b1l;
-        split_bf16x2(x0.x, x0.y, b0h, b0l);
-        split_bf16x2(x1.x, x1.y, b1h, b1l);
-        mma_bf16(acc[sl][nt], ehi[k], b0h, b1h);
-        mma_bf16(acc[sl][nt], elo[k], b0h, b1h);
-        mma_bf16(acc[sl][nt], ehi[k], b0l, b1l);
-      }
+  for (int t0 = 0; t0 < count; t0 += kSmallChunk) {
+    const int n = count - t0 < kSmallChunk ? count - t0 : kSmallChunk;
+    // The slice's qmap rows, split: two floats per thread and step.
+    for (int i = static_cast<int>(threadIdx.x); i < kSmallChunk * kHeadSize / 2;
+         i += kCorrectThreads) {
+      const int token = i / (kHeadSize / 2), key = 2 * (i % (kHeadSize / 2));
+      float2 x = make_float2(0.0f, 0.0f);
+      if (token < n)
+        x = *reinterpret_cast<const float2*>(qmap + (first + t0 + token) * kVHeads * kHeadSize +
+                                             key);
+      uint32_t hi, lo;
+      split_bf16x2(x.x, x.y, hi, lo);
+      *reinterpret_cast<uint32_t*>(&s.hi[token][key]) = hi;
+      *reinterpret_cast<uint32_t*>(&s.lo[token][key]) = lo;
+    }
+    __syncthreads();
+    float acc[2][4];
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int t = kSmallChunk * sl + 8 * nt + 2 * c + e % 2, row = row0 + g + 8 * (e / 2);
-        if (t < count)
-          args.output[(first + t) * kTokenStride + h * kHeadSize + row] =
-              __float2bfloat16_rn(acc[sl][nt][e]);
+        const int t = 8 * nt + 2 * c + e % 2, row = row0 + g + 8 * (e / 2);
+        acc[nt][e] =
+            t < n ? partial[(first + t0 + t) * kVHeads * kHeadSize + row] : 0.0f;
       }
+#pragma unroll
+    for (int k = 0; k < kHeadSize / 16; ++k) {
+      uint32_t bh[4], bl[4];
+      ldmatrix_x4(bh, &s.hi[(mi / 2) * 8 + r][16 * k + (mi % 2) * 8]);
+      ldmatrix_x4(bl, &s.lo[(mi / 2) * 8 + r][16 * k + (mi % 2) * 8]);
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+        mma_bf16(acc[nt], ehi[k], bh[2 * nt], bh[2 * nt + 1]);
+        mma_bf16(acc[nt], elo[k], bh[2 * nt], bh[2 * nt + 1]);
+        mma_bf16(acc[nt], ehi[k], bl[2 * nt], bl[2 * nt + 1]);
+      }
+    }
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int t = 8 * nt + 2 * c + e % 2, row = row0 + g + 8 * (e / 2);
+        if (t < n)
+          args.output[((first + t0 + t) * kVHeads + h) * kHeadSize + row] =
+              __float2bfloat16_rn(acc[nt][e]);
+      }
+    __syncthreads();  // the slice's rows are read before the next overwrites them
   }
 }
 

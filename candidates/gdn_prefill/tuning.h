@@ -61,10 +61,12 @@ constexpr int kSmallCpMinGroups = SMALL_CP_MIN_GROUPS;
 // ... or from kSmallCpLongMinGroups groups when they average at least kSmallCpLongGroupTokens
 // tokens: long groups pay the fill and the scan step back (with the finish pass, 2 sequences in
 // 5 groups on one H200: 5709 tokens 231 -> 191 us, 3271 tokens 132 -> 122, while 2040 tokens,
-// 204 per group, went 71 -> 81; bench/results/2026-12-03_gdn_prefill_sweeps_h200.json). Not from
-// 2: with 5 sequences in 2 groups (3028 tokens), the longest sequence's half walked by a wide
-// CTA took 104 us where the plain route's narrow CTAs take 87 for all of it (one H200, kh
-// profile). 0: the group count alone decides.
+// 204 per group, went 71 -> 81; bench/results/2026-12-03_gdn_prefill_sweeps_h200.json). From 4:
+// with the correction, 3 sequences in 3 groups (2857 tokens) lost 5-7 % and 5 sequences in 2
+// groups (3028 tokens) 38 %: the longest sequence's half, walked by a wide CTA, took 104 us
+// where the plain route's narrow CTAs take 87 for all of it (one H200, kh profile;
+// bench/results/2026-12-04_gdn_prefill_cp_correction_h200.json). 0: the group count alone
+// decides.
 constexpr long long kSmallCpLongGroupTokens = SMALL_CP_LONG_GROUP_TOKENS;
 constexpr int kSmallCpLongMinGroups = SMALL_CP_LONG_MIN_GROUPS;
 
