@@ -1,7 +1,6 @@
 // The small-chunk GDN prefill route in context-parallel groups
-// (kernels/gdn_prefill/route_small_chunk_cp.cuh): its map pass, scan and finish pass (or, in a
-// folder whose small_chunk_groups.h defines KHK_SMALL_CP_CORRECTION, the correction that
-// replaces the finish pass), CUDA kernel bodies compiled for the host and run by the CTA emulator one grid after another (as the
+// (kernels/gdn_prefill/route_small_chunk_cp.cuh): its map pass, scan and correction, CUDA kernel
+// bodies compiled for the host and run by the CTA emulator one grid after another (as the
 // stream orders them), against the fp64 CPU reference at the official tolerance: groups of
 // whole and partial chunks, more groups than a sequence has chunks (empty trailing groups), empty
 // sequences with an initial state, every adversarial variant, the in-place state update, tokens
@@ -21,12 +20,8 @@
 
 namespace khk::gdn_prefill {
 // The kernels' `extern __shared__` array: one buffer, as the emulator runs one CTA at a time.
-#if defined(KHK_SMALL_CP_CORRECTION)
 alignas(16) unsigned char smem[std::max(
     {sizeof(SmallSmem), sizeof(SmallScanSmem), sizeof(SmallCorrectSmem)})];
-#else
-alignas(16) unsigned char smem[std::max(sizeof(SmallSmem), sizeof(SmallScanSmem))];
-#endif
 }  // namespace khk::gdn_prefill
 
 namespace kh {
@@ -54,7 +49,6 @@ void run_grid(std::int64_t ctas, int threads, std::size_t smem_bytes, CtaEmulato
 /// read before it is written fails the check).
 void run_cp(const gp::PrefillArgs& args, int groups, CtaEmulator::Order order) {
   const std::int64_t heads = args.num_seqs * gp::kVHeads;
-#if defined(KHK_SMALL_CP_CORRECTION)
   std::vector<float> workspace(gp::SmallGroupSpace::floats(args.num_seqs, groups, args.total_tokens),
                                std::numeric_limits<float>::quiet_NaN());
   const gp::SmallGroupSpace space{workspace.data(), groups, args.num_seqs, args.total_tokens};
@@ -67,18 +61,6 @@ void run_cp(const gp::PrefillArgs& args, int groups, CtaEmulator::Order order) {
   const std::int64_t tiles = gp::small_correct_tiles(args.total_tokens, groups);
   run_grid(heads * (groups - 1) * tiles, gp::kCorrectThreads, sizeof(gp::SmallCorrectSmem), order,
            [&] { gp::small_cp_correct_kernel(args, space, tiles); });
-#else
-  std::vector<float> workspace(gp::SmallGroupSpace::floats(args.num_seqs, groups),
-                               std::numeric_limits<float>::quiet_NaN());
-  const gp::SmallGroupSpace space{workspace.data(), groups, args.num_seqs};
-  run_grid(heads * gp::small_cp_map_walks(groups) * Roles::kTilesPerHead, Roles::kThreads,
-           sizeof(gp::SmallSmem), order,
-           [&] { gp::small_cp_map_kernel<kRowWarps, kProducers>(args, space); });
-  run_grid(heads * (gp::kHeadSize / gp::kScanRowsPerCta), gp::kScanThreadsPerCta,
-           sizeof(gp::SmallScanSmem), order, [&] { gp::small_cp_scan_kernel(space); });
-  run_grid(heads * (groups - 1) * Roles::kTilesPerHead, Roles::kThreads, sizeof(gp::SmallSmem),
-           order, [&] { gp::small_cp_finish_kernel<kRowWarps, kProducers>(args, space); });
-#endif
 }
 
 OutputSet run_cp_call(const Call& c, int groups, CtaEmulator::Order order) {
@@ -124,12 +106,10 @@ TEST(SmallChunkContextParallel, MatchesTheReferenceAcrossGroups) {
   expect_matches_reference(prefill_workload("three-groups", 300, 1), 3, "", 0);
   expect_matches_reference(prefill_workload("empty-groups", 40, 1), 5, "", 1);
   expect_matches_reference(prefill_workload("two-seqs", 230, 2), 4, "", 2);
-#if defined(KHK_SMALL_CP_CORRECTION)
   // Two groups (one scan step, straight into new_state); a group of more than one correction
   // tile (70 tokens > kCorrectTokens) with a partial last slice.
   expect_matches_reference(prefill_workload("two-groups", 140, 1), 2, "", 8);
   expect_matches_reference(prefill_workload("two-seqs-two-groups", 300, 2), 2, "", 9);
-#endif
 }
 
 TEST(SmallChunkContextParallel, EmptySequencesEndAtZeroState) {
@@ -143,7 +123,7 @@ TEST(SmallChunkContextParallel, MatchesTheReferenceUnderEveryVariant) {
 }
 
 TEST(SmallChunkContextParallel, InPlaceStateUpdateIsSafe) {
-  // Only the map pass reads the state, only the finish pass's last group writes new_state.
+  // Only the map pass reads the state, only the scan (after it) writes new_state.
   const Call c = draw_prefill_call(prefill_workload("in-place", 100, 2), "", 5);
   expect_passes(c, test::run_in_place(c, [](const gp::PrefillArgs& args) {
                   run_cp(args, 4, CtaEmulator::Order::descending);

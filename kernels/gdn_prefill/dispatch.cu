@@ -3,8 +3,8 @@
 // the call stays CUDA-graph capturable):
 //   - at least kSmallChunkMinTokens tokens, kSmallChunkMinAvgTokens per sequence on average: the
 //     small-chunk route, in context-parallel groups
-//     where few sequences leave SMs idle and the workspace holds the groups' matrices
-//     (small_cp_groups), else 8 chain warps per CTA from kSmallChunkWideItems (sequence, head)
+//     where few sequences leave SMs idle and the workspace holds the groups' matrices and
+//     per-token partials (small_cp_groups), else 8 chain warps per CTA from kSmallChunkWideItems (sequence, head)
 //     pairs, or 2; four producer warps per CTA but where narrow CTAs would crowd the SMs
 //     (kSmallFourProducerCtas), there two;
 //   - at most kSerialMaxTokens tokens: the token-serial route;
@@ -57,12 +57,12 @@ bool takes_small_chunk(int64_t total_tokens, int64_t num_seqs) {
 int small_cp_groups(int64_t total_tokens, int64_t num_seqs) {
   if (!takes_small_chunk(total_tokens, num_seqs)) return 0;
   int groups = 0;
-  for (int g = 3; g <= kSmallCpMaxGroups; ++g) {
+  for (int g = 2; g <= kSmallCpMaxGroups; ++g) {
     if (num_seqs * kVHeads * small_cp_map_walks(g) > kSmallCpCtas) break;
     if (total_tokens < g * num_seqs * kSmallCpGroupTokens) break;
     groups = g;
   }
-  const bool long_groups = kSmallCpLongGroupTokens > 0 && groups >= 3 &&
+  const bool long_groups = kSmallCpLongGroupTokens > 0 && groups >= kSmallCpLongMinGroups &&
                            total_tokens >= groups * num_seqs * kSmallCpLongGroupTokens;
   return groups >= kSmallCpMinGroups || long_groups ? groups : 0;
 }
@@ -100,7 +100,7 @@ int split_groups(int64_t total_tokens, int64_t num_seqs) {
 
 uint64_t workspace_bytes(int64_t total_tokens, int64_t num_seqs) {
   if (const int groups = small_cp_groups(total_tokens, num_seqs))
-    return SmallGroupSpace::floats(num_seqs, groups) * sizeof(float);
+    return SmallGroupSpace::floats(num_seqs, groups, total_tokens) * sizeof(float);
   if (takes_split(total_tokens, num_seqs))
     return split_workspace_bytes(total_tokens, num_seqs, split_groups(total_tokens, num_seqs));
   const int groups = context_parallel_groups(total_tokens, num_seqs);
@@ -117,7 +117,7 @@ cudaError_t dispatch(const PrefillArgs& args, void* workspace, uint64_t workspac
                                   reinterpret_cast<uintptr_t>(args.b) % 4 == 0;
   const int small_groups = small_cp_groups(args.total_tokens, args.num_seqs);
   if (small_groups && aligned && gate_pairs_aligned &&
-      workspace_size >= SmallGroupSpace::floats(args.num_seqs, small_groups) * sizeof(float))
+      workspace_size >= SmallGroupSpace::floats(args.num_seqs, small_groups, args.total_tokens) * sizeof(float))
     return launch_small_chunk_cp<8, 4>(args, static_cast<float*>(workspace), small_groups,
                                        stream);
   if (takes_small_chunk(args.total_tokens, args.num_seqs) && gate_pairs_aligned) {

@@ -8,6 +8,8 @@
 
 #include <cuda_runtime.h>
 
+#include <type_traits>
+
 #include "small_chunk_chain.cuh"
 #include "small_chunk_producer.cuh"
 
@@ -76,15 +78,18 @@ struct SmallWalk {
   int64_t begin = 0, length = 0;
   int h = 0, row0 = 0;
   const float* entry = nullptr;     // the head's state to start from; null: zero rows
-  __nv_bfloat16* output = nullptr;  // token `begin`'s output row of head h; null: no outputs
+  __nv_bfloat16* output = nullptr;  // token `begin`'s output row of head h (bf16 outputs)
+  float* partial = nullptr;         // the same row of a workspace array (fp32 outputs)
   float* exit = nullptr;            // the head's matrix the rows end in; null: not stored
 };
 
 /// The pipelined walk of one CTA of kRowWarps chain warps and kProducers producer warps. kOutput:
-/// the walk writes its outputs (walk.output), else none. kIdentity: it starts from identity rows
-/// with zero values (a group's state map; walk.entry unused). Both are compile-time, so each walk
-/// compiles only its own chain variant.
-template <int kRowWarps, int kProducers, bool kOutput = true, bool kIdentity = false>
+/// the walk writes its outputs, as bf16 to walk.output or (Out = float) as fp32 to walk.partial,
+/// else none. kIdentity: it starts from identity rows with zero values (a group's state map;
+/// walk.entry unused; its outputs are the queries through the map). All are compile-time, so
+/// each walk compiles only its own chain variant.
+template <int kRowWarps, int kProducers, bool kOutput = true, bool kIdentity = false,
+          typename Out = __nv_bfloat16>
 __device__ __forceinline__ void small_chunk_walk(const PrefillArgs& args, const SmallWalk& walk,
                                                  SmallSmem& s) {
   using Roles = SmallRoles<kRowWarps, kProducers>;
@@ -106,6 +111,9 @@ __device__ __forceinline__ void small_chunk_walk(const PrefillArgs& args, const 
     else small_load_rows(m, walk.entry ? walk.entry + rows_at : nullptr, lane);
   }
 
+  Out* output = nullptr;
+  if constexpr (std::is_same_v<Out, float>) output = walk.partial;
+  else output = walk.output;
   const int64_t length = walk.length;
   const int64_t chunks = (length + kSmallChunk - 1) / kSmallChunk;
   const float A_log = args.A_log[h], dt_bias = args.dt_bias[h];
@@ -118,7 +126,7 @@ __device__ __forceinline__ void small_chunk_walk(const PrefillArgs& args, const 
         small_chain_chunk<kOutput>(
             m, s.tiles[small_slot_behind(slot, kSmallChainLag)], s.operands[ci & 1], 16 * warp,
             static_cast<int>(left < kSmallChunk ? left : kSmallChunk),
-            kOutput ? walk.output + ci * kSmallChunk * kVHeads * kHeadSize + row0 : nullptr, lane);
+            kOutput ? output + ci * kSmallChunk * kVHeads * kHeadSize + row0 : nullptr, lane);
       }
     } else {
       small_produce<kRowWarps, kProducers>(args, s, it, slot, walk.begin, length, h, row0, values,

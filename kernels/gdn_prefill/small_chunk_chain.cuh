@@ -82,13 +82,20 @@ __device__ __forceinline__ void add_tiles(const float (&a)[4], const float (&b)[
   for (int e = 0; e < 4; ++e) d[e] = a[e] + b[e];
 }
 
+/// An output element: bf16 into the output tensor, or fp32 into the context-parallel form's
+/// workspace (small_chunk_groups.h: partial outputs and queries through a group's map).
+__device__ __forceinline__ void store_output(__nv_bfloat16* at, float x) {
+  *at = __float2bfloat16_rn(x);
+}
+__device__ __forceinline__ void store_output(float* at, float x) { *at = x; }
+
 /// One chunk of `count` tokens for the warp's rows (warp_row0 within the CTA's tile): with
 /// kOutput the outputs of its valid tokens to `out` (token t's row r at out[t * 8 * 128 + r]),
-/// and M advanced. Without it (a context-parallel group's state map or local state) no Dq, no O.
-template <bool kOutput = true>
+/// and M advanced. Without it no Dq, no O.
+template <bool kOutput = true, typename Out = __nv_bfloat16>
 __device__ __forceinline__ void small_chain_chunk(float (&m)[16][4], const SmallTiles& tiles,
                                                   const SmallOperands& op, int warp_row0,
-                                                  int count, __nv_bfloat16* out, int lane) {
+                                                  int count, Out* out, int lane) {
   const int g = lane / 4, c = lane % 4, mi = lane / 8, r = lane % 8;
 
   // D and Dq: hi and lo products in separate accumulators (shorter dependent chains).
@@ -148,7 +155,7 @@ __device__ __forceinline__ void small_chain_chunk(float (&m)[16][4], const Small
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int t = t0 + e % 2, row = warp_row0 + g + 8 * (e / 2);
-        if (t < count) out[int64_t{t} * kVHeads * kHeadSize + row] = __float2bfloat16_rn(o[e]);
+        if (t < count) store_output(out + int64_t{t} * kVHeads * kHeadSize + row, o[e]);
       }
     }
   }

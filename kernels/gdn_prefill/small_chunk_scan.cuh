@@ -1,6 +1,7 @@
 // The scan of the small-chunk route's context-parallel form (small_chunk_groups.h has the
-// workspace): per (sequence, head), E_{g+1} = E_g A_g + B_g for g = 1 .. groups - 2, from the E_1
-// that group 0 wrote, each result over the B_g it consumed. In fp32 FMAs, as the chain's state
+// workspace): per (sequence, head), E_{g+1} = E_g A_g + B_g for g = 1 .. groups - 1, from the E_1
+// that group 0 wrote, each result over the B_g it consumed, the last (E_groups, the sequence's
+// final state) into new_state. In fp32 FMAs, as the chain's state
 // itself: a product that underflows or grows does so as the recurrence would (with bf16 hi + lo
 // operands the step would add the chain's 2^-16 rounding per group on top of the chain's own).
 //
@@ -42,14 +43,14 @@ __device__ __forceinline__ void scan_request_slice(const SmallGroupSpace& space,
 }
 
 __global__ void __launch_bounds__(kScanThreadsPerCta)
-    small_cp_scan_kernel(SmallGroupSpace space) {
+    small_cp_scan_kernel(SmallGroupSpace space, float* new_state) {
   extern __shared__ __align__(16) unsigned char smem[];
   SmallScanSmem& s = *reinterpret_cast<SmallScanSmem*>(smem);
   constexpr int kCtasPerHead = kHeadSize / kScanRowsPerCta;
   const int64_t head = blockIdx.x / kCtasPerHead;
   const int row0 = static_cast<int>(blockIdx.x % kCtasPerHead) * kScanRowsPerCta;
   const int j = static_cast<int>(threadIdx.x);
-  const int steps = space.groups - 2, slices = steps * kScanSlicesPerMap;
+  const int steps = space.groups - 1, slices = steps * kScanSlicesPerMap;
 
   for (int slice = 0; slice + 1 < kScanStages; ++slice)
     scan_request_slice(space, head, slice, slices, s);
@@ -83,9 +84,10 @@ __global__ void __launch_bounds__(kScanThreadsPerCta)
         acc[r] = fmaf(x.w, a[k + 3][j], acc[r]);
       }
     }
-    if (part + 1 == kScanSlicesPerMap) {  // E_{g+1} for g = step + 1, over B_g
-      float* out = space.exit(head, step + 1) + row0 * kHeadSize;
+    if (part + 1 == kScanSlicesPerMap) {  // E_{g+1} for g = step + 1, over B_g or the last
       const bool more = step + 1 < steps;
+      float* out = (more ? space.exit(head, step + 1) : new_state + head * kStateFloats) +
+                   row0 * kHeadSize;
       const float* next_b = more ? space.exit(head, step + 2) + row0 * kHeadSize : nullptr;
 #pragma unroll
       for (int r = 0; r < kScanRowsPerCta; ++r) {

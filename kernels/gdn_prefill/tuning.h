@@ -10,7 +10,7 @@
     !defined(SPLIT_CP) || !defined(SMALL_CHUNK_MIN_TOKENS) || !defined(SMALL_CHUNK_WIDE_ITEMS) || \
     !defined(SMALL_CP_MAX_GROUPS) || !defined(SMALL_CP_CTAS) || !defined(SMALL_CP_GROUP_TOKENS) || \
     !defined(SMALL_CP_MIN_GROUPS) || !defined(SMALL_FOUR_PRODUCER_CTAS) || \
-    !defined(SMALL_CP_LONG_GROUP_TOKENS) || \
+    !defined(SMALL_CP_LONG_GROUP_TOKENS) || !defined(SMALL_CP_LONG_MIN_GROUPS) || \
     !defined(SMALL_CHUNK_MIN_AVG_TOKENS)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
@@ -43,28 +43,32 @@ constexpr long long kSmallChunkWideItems = SMALL_CHUNK_WIDE_ITEMS;
 // sequences, 416 narrow CTAs: -4.9 %). 0: two producers in every narrow CTA.
 constexpr long long kSmallFourProducerCtas = SMALL_FOUR_PRODUCER_CTAS;
 // The small-chunk route in context-parallel groups (route_small_chunk_cp.cuh: a map pass, an fp32
-// scan and a finish pass, 8 chain warps and four producers per CTA) where the workspace holds the
-// groups' matrices: in the most groups per sequence, from 3 to kSmallCpMaxGroups (below 3: never),
-// whose map pass (N * 8 * (2 groups - 3) CTAs) fits kSmallCpCtas CTAs -- a second CTA on an SM
-// slows both chains, each bound by its own latency at about one CTA per SM -- and whose groups
-// average at least kSmallCpGroupTokens tokens (each walk pays the pipeline's fill of kSmallChainLag
-// steps, and every group one scan step).
+// scan and a correction, 8 chain warps and four producers per CTA) where the workspace holds the
+// groups' matrices and per-token partials: in the most groups per sequence, from 2 to
+// kSmallCpMaxGroups (below 2: never), whose map pass (N * 8 * (2 groups - 1) CTAs) fits
+// kSmallCpCtas CTAs -- a second CTA on an SM slows both chains, each bound by its own latency at
+// about one CTA per SM -- and whose groups average at least kSmallCpGroupTokens tokens (each walk
+// pays the pipeline's fill of kSmallChainLag steps, and every group one scan step).
 constexpr int kSmallCpMaxGroups = SMALL_CP_MAX_GROUPS;
 constexpr long long kSmallCpCtas = SMALL_CP_CTAS;
 constexpr long long kSmallCpGroupTokens = SMALL_CP_GROUP_TOKENS;
-// ... and only from kSmallCpMinGroups groups: each group is walked twice (map and finish pass,
-// at about 2.2 us per 16-token step for a CTA of 8 chain warps against 1.2 us for the plain
-// route's 2) and adds a scan step (about 4 us), so few groups lose. One H200 at 1-5 sequences:
-// 3-5 groups 1.0-1.5x slower than the plain route, 9 groups 1.25-1.5x faster
-// (bench/results/2026-12-02_gdn_prefill_small_chunk_cp_knobs_h200.json); at 2 sequences 5 groups
-// win on the longest (5709 tokens: 1.21x) and lose at 2040 tokens (0.89x;
-// bench/results/2026-12-03_gdn_prefill_sweeps_h200.json).
+// ... and only from kSmallCpMinGroups groups: each group adds a scan step (about 1.3 us) and the
+// map pass three walks where the plain route has one (before the correction replaced the finish
+// pass, each group was walked twice and few groups lost: one H200 at 1-5 sequences, 3-5 groups
+// 1.0-1.5x slower than the plain route, 9 groups 1.25-1.5x faster,
+// bench/results/2026-12-02_gdn_prefill_small_chunk_cp_knobs_h200.json).
 constexpr int kSmallCpMinGroups = SMALL_CP_MIN_GROUPS;
-// ... or from 3 groups when they average at least kSmallCpLongGroupTokens tokens: long groups pay
-// the fill and the scan step back (2 sequences in 5 groups on one H200: 5709 tokens 231 -> 191 us,
-// 3271 tokens 132 -> 122, while 2040 tokens, 204 per group, went 71 -> 81;
-// bench/results/2026-12-03_gdn_prefill_sweeps_h200.json). 0: the group count alone decides.
+// ... or from kSmallCpLongMinGroups groups when they average at least kSmallCpLongGroupTokens
+// tokens: long groups pay the fill and the scan step back (with the finish pass, 2 sequences in
+// 5 groups on one H200: 5709 tokens 231 -> 191 us, 3271 tokens 132 -> 122, while 2040 tokens,
+// 204 per group, went 71 -> 81; bench/results/2026-12-03_gdn_prefill_sweeps_h200.json). From 4:
+// with the correction, 3 sequences in 3 groups (2857 tokens) lost 5-7 % and 5 sequences in 2
+// groups (3028 tokens) 38 %: the longest sequence's half, walked by a wide CTA, took 104 us
+// where the plain route's narrow CTAs take 87 for all of it (one H200, kh profile;
+// bench/results/2026-12-04_gdn_prefill_cp_correction_h200.json). 0: the group count alone
+// decides.
 constexpr long long kSmallCpLongGroupTokens = SMALL_CP_LONG_GROUP_TOKENS;
+constexpr int kSmallCpLongMinGroups = SMALL_CP_LONG_MIN_GROUPS;
 
 // Calls of at most this many tokens (all sequences together) take the token-serial route
 // (route_token_serial.cuh, its knobs in serial_tuning.h), the others the chunked route. The
@@ -151,8 +155,9 @@ static_assert(kSmallChunkMinAvgTokens >= 0, "SMALL_CHUNK_MIN_AVG_TOKENS: 0 or mo
 static_assert(kSmallChunkWideItems >= 1, "SMALL_CHUNK_WIDE_ITEMS: 1 or more");
 static_assert(kSmallCpMaxGroups >= 0, "SMALL_CP_MAX_GROUPS: 0 or more");
 static_assert(kSmallFourProducerCtas >= 0, "SMALL_FOUR_PRODUCER_CTAS: 0 or more");
-static_assert(kSmallCpMinGroups >= 3, "SMALL_CP_MIN_GROUPS: 3 or more");
+static_assert(kSmallCpMinGroups >= 2, "SMALL_CP_MIN_GROUPS: 2 or more");
 static_assert(kSmallCpLongGroupTokens >= 0, "SMALL_CP_LONG_GROUP_TOKENS: 0 or more");
+static_assert(kSmallCpLongMinGroups >= 2, "SMALL_CP_LONG_MIN_GROUPS: 2 or more");
 static_assert(kSmallCpCtas >= 1 && kSmallCpGroupTokens >= 1,
               "SMALL_CP_CTAS and SMALL_CP_GROUP_TOKENS: 1 or more");
 static_assert(kSerialMaxTokens >= 0, "SERIAL_MAX_TOKENS: 0 or more");
