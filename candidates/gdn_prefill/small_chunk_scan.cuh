@@ -7,14 +7,18 @@
 // each; a step is 16 x 128 x 128, E_g and A_g as bf16 hi + lo pairs (rounded), three products
 // (hi hi, lo hi, hi lo) into fp32 accumulators that start at B_g, so a step adds about 2^-16 of
 // relative rounding, the chain's own order (the numpy model of the route, tools/gdn_cp_model.py,
-// keeps the chain's errors with a hi + lo scan; one bf16 would not). The step is latency-bound:
-// the fp32 FMA form (one thread per key column, the whole map read per CTA and step) took about
-// 3.7 us a step on one H200, four times the map's transfer. Here the maps do not depend on the
-// scan, so each lands in shared memory a whole step ahead (double-buffered, cp.async), and a
-// step is one barrier, 96 MMAs per warp and the exchange of E through shared memory.
+// keeps the chain's errors with a hi + lo scan; one bf16 would not).
+//
+// What bounds a step is the map's arrival: every CTA reads the whole 64 KB map A_g per step, and
+// with 16-byte cp.async from 128 threads that took about 3.7 us a step on one H200 (kh profile and
+// Nsight Compute of 2107 x 1: 26 us for 7 steps whether the step's arithmetic ran as fp32 FMAs or
+// on tensor cores at 8 % of the tensor pipe; about 17 GB/s into each SM). So the maps come by
+// the bulk copy engine (one 512-byte row per copy, completing on a transaction barrier), each a
+// whole step ahead in a double buffer; a step is one barrier wait, 96 MMAs per warp and the
+// exchange of E through shared memory.
 #pragma once
 
-#include "mma_tiles.cuh"  // copy_16b_async, copy_commit, copy_wait, mma_bf16, split_bf16x2
+#include "bulk_copy.cuh"  // barrier_*, bulk_copy_to_shared; mma_tiles.cuh: mma_bf16, split_bf16x2
 #include "small_chunk_groups.h"
 
 namespace khk::gdn_prefill {
@@ -24,27 +28,29 @@ constexpr int kScanWarps = 4;        // kHeadSize / kScanWarps key columns each
 constexpr int kScanThreadsPerCta = 32 * kScanWarps;
 constexpr int kScanTilesPerWarp = kHeadSize / kScanWarps / 8;  // n8 tiles
 // Row stride in floats of the maps and E in shared memory: the B fragment loads of a warp (rows
-// 2c, 2c + 1, columns g) fall in distinct banks (4 words apart per row); 16-byte rows for cp.async.
+// 2c, 2c + 1, columns g) fall in distinct banks (4 words apart per row); 16-byte aligned rows for
+// the bulk copies.
 constexpr int kScanStride = kHeadSize + 4;
+constexpr uint32_t kScanRowBytes = kHeadSize * sizeof(float);
 
 struct SmallScanSmem {
-  float a[2][kHeadSize][kScanStride];        // A_g and A_{g+1}
-  float e[kScanRowsPerCta][kScanStride];     // the CTA's rows of E_g
+  uint64_t landed[2];                     // a[b]'s transaction barrier
+  float a[2][kHeadSize][kScanStride];     // A_g and A_{g+1}
+  float e[kScanRowsPerCta][kScanStride];  // the CTA's rows of E_g
 };
 
-/// Requests map `m` of the CTA's (sequence, head) into buffer m % 2, or nothing past the last;
-/// one commit group either way.
+/// Requests map `m` of the CTA's (sequence, head) into buffer m % 2 (nothing past the last); it
+/// has landed when phase (m / 2) % 2 of landed[m % 2] completes. Every thread copies its rows,
+/// after a CTA barrier that ended the buffer's reads.
 __device__ __forceinline__ void scan_request_map(const SmallGroupSpace& space, int64_t head, int m,
                                                  int maps, SmallScanSmem& s) {
-  if (m < maps) {
-    const float* from = space.map(head, m);
-    constexpr int kPieces = kHeadSize * kHeadSize / 4;  // 16-byte pieces
-    for (int u = static_cast<int>(threadIdx.x); u < kPieces; u += kScanThreadsPerCta) {
-      const int row = u / (kHeadSize / 4), piece = u % (kHeadSize / 4);
-      copy_16b_async(&s.a[m & 1][row][4 * piece], from + row * kHeadSize + 4 * piece, true);
-    }
-  }
-  copy_commit();
+  if (m >= maps) return;
+  uint64_t* landed = &s.landed[m & 1];
+  if (threadIdx.x == 0) barrier_arrive_expect(landed, kHeadSize * kScanRowBytes);
+  const float* from = space.map(head, m);
+  fence_proxy_async();  // the buffer's earlier reads (generic proxy) before the copies into it
+  for (int row = static_cast<int>(threadIdx.x); row < kHeadSize; row += kScanThreadsPerCta)
+    bulk_copy_to_shared(&s.a[m & 1][row][0], from + row * kHeadSize, kScanRowBytes, landed);
 }
 
 /// Loads the warp's accumulator tiles from rows [16] x kHeadSize at `rows` (C layout).
@@ -72,6 +78,11 @@ __global__ void __launch_bounds__(kScanThreadsPerCta)
   const int col0 = warp * (kHeadSize / kScanWarps);
   const int steps = space.groups - 1;  // one per map A_1 .. A_{groups - 1}
 
+  if (threadIdx.x == 0) {
+    barrier_init(&s.landed[0], 1);
+    barrier_init(&s.landed[1], 1);
+  }
+  __syncthreads();  // the barriers are initialised before any copy completes on them
   scan_request_map(space, head, 0, steps, s);
   scan_request_map(space, head, 1, steps, s);
   {  // E_1's rows
@@ -84,8 +95,8 @@ __global__ void __launch_bounds__(kScanThreadsPerCta)
   scan_load_tiles(acc, space.exit(head, 1) + row0 * kHeadSize, col0, lane);  // B_1
 
   for (int step = 0; step < steps; ++step) {
-    copy_wait<1>();   // this thread's pieces of map `step` have landed (one group per map)
-    __syncthreads();  // everyone's have, and E_g's rows are in place
+    barrier_wait(&s.landed[step & 1], (step >> 1) & 1);  // map `step` has landed
+    __syncthreads();  // E_g's rows are in place
     const float(&a)[kHeadSize][kScanStride] = s.a[step & 1];
 #pragma unroll
     for (int k = 0; k < kHeadSize / 16; ++k) {
