@@ -49,8 +49,9 @@ void run_grid(std::int64_t ctas, int threads, std::size_t smem_bytes, CtaEmulato
 /// read before it is written fails the check).
 void run_cp(const gp::PrefillArgs& args, int groups, CtaEmulator::Order order) {
   const std::int64_t heads = args.num_seqs * gp::kVHeads;
-  std::vector<float> workspace(gp::SmallGroupSpace::floats(args.num_seqs, groups, args.total_tokens),
-                               std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> workspace(
+      gp::SmallGroupSpace::floats(args.num_seqs, groups, args.total_tokens),
+      std::numeric_limits<float>::quiet_NaN());
   const gp::SmallGroupSpace space{workspace.data(), groups, args.num_seqs, args.total_tokens};
   run_grid(heads * gp::small_cp_map_walks(groups) * Roles::kTilesPerHead, Roles::kThreads,
            sizeof(gp::SmallSmem), order,
@@ -106,8 +107,8 @@ TEST(SmallChunkContextParallel, MatchesTheReferenceAcrossGroups) {
   expect_matches_reference(prefill_workload("three-groups", 300, 1), 3, "", 0);
   expect_matches_reference(prefill_workload("empty-groups", 40, 1), 5, "", 1);
   expect_matches_reference(prefill_workload("two-seqs", 230, 2), 4, "", 2);
-  // Two groups (one scan step, straight into new_state); a group of more than one correction
-  // tile (70 tokens > kCorrectTokens) with a partial last slice.
+  // Two groups: one scan step, straight into new_state. (Groups of more than one correction tile
+  // with a partial last slice are the three-groups case above: 112 and 76 tokens > kCorrectTokens.)
   expect_matches_reference(prefill_workload("two-groups", 140, 1), 2, "", 8);
   expect_matches_reference(prefill_workload("two-seqs-two-groups", 300, 2), 2, "", 9);
 }
