@@ -52,10 +52,10 @@ constexpr long long kSmallFourProducerCtas = SMALL_FOUR_PRODUCER_CTAS;
 constexpr int kSmallCpMaxGroups = SMALL_CP_MAX_GROUPS;
 constexpr long long kSmallCpCtas = SMALL_CP_CTAS;
 constexpr long long kSmallCpGroupTokens = SMALL_CP_GROUP_TOKENS;
-// ... and only from kSmallCpMinGroups groups: each group adds a scan step (about 1.3 us) and the
-// map pass three walks where the plain route has one (before the correction replaced the finish
-// pass, each group was walked twice and few groups lost: one H200 at 1-5 sequences, 3-5 groups
-// 1.0-1.5x slower than the plain route, 9 groups 1.25-1.5x faster,
+// ... and only from kSmallCpMinGroups groups: each group adds a scan step (about 3.7 us on one
+// H200) and the map pass three walks where the plain route has one (before the correction
+// replaced the finish pass, each group was walked twice and few groups lost: one H200 at 1-5
+// sequences, 3-5 groups 1.0-1.5x slower than the plain route, 9 groups 1.25-1.5x faster,
 // bench/results/2026-12-02_gdn_prefill_small_chunk_cp_knobs_h200.json).
 constexpr int kSmallCpMinGroups = SMALL_CP_MIN_GROUPS;
 // ... or from kSmallCpLongMinGroups groups when they average at least kSmallCpLongGroupTokens
