@@ -32,11 +32,15 @@ struct ProbeSmem {
   float e[2][kProbeRows][kHeadSize];
 };
 
+// Slice `slice` of the CTA's maps, the map's slices taken from `rotate` on (a CTA's order of the
+// keys does not change its sums' terms, only their order).
 __device__ __forceinline__ void probe_request_slice(const SmallGroupSpace& space, int64_t head,
-                                                    int slice, int slices, ProbeSmem& s) {
+                                                    int slice, int slices, int rotate,
+                                                    ProbeSmem& s) {
   if (slice < slices) {
+    const int part = (slice + rotate) % kProbeSlicesPerMap;
     const float* from = space.map(head, slice / kProbeSlicesPerMap) +
-                        (slice % kProbeSlicesPerMap) * kProbeSlice * kHeadSize;
+                        part * kProbeSlice * kHeadSize;
     float* to = &s.a[slice % kProbeStages][0][0];
     constexpr int kPieces = kProbeSlice * kHeadSize / 4;
     for (int u = static_cast<int>(threadIdx.x); u < kPieces; u += kProbeThreads)
@@ -46,7 +50,7 @@ __device__ __forceinline__ void probe_request_slice(const SmallGroupSpace& space
 }
 
 // The probes' loop, with its two costs separable.
-template <bool kStreamMaps, bool kCompute>
+template <bool kStreamMaps, bool kCompute, bool kRotate = false>
 __global__ void __launch_bounds__(kProbeThreads)
     scan_probe(SmallGroupSpace space, float* new_state) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -56,8 +60,10 @@ __global__ void __launch_bounds__(kProbeThreads)
   const int row0 = static_cast<int>(blockIdx.x % kCtasPerHead) * kProbeRows;
   const int j = static_cast<int>(threadIdx.x);
   const int steps = space.groups - 1, slices = steps * kProbeSlicesPerMap;
+  // With kRotate the CTAs of a head read each map from different slices at any one time.
+  const int rotate = kRotate ? static_cast<int>(blockIdx.x % kCtasPerHead) : 0;
   for (int slice = 0; slice + 1 < kProbeStages; ++slice)
-    probe_request_slice(space, head, slice, slices, s);
+    probe_request_slice(space, head, slice, slices, rotate, s);
   float b[kProbeRows], acc[kProbeRows];
   const float* e1 = space.exit(head, 0) + row0 * kHeadSize;
   const float* b1 = space.exit(head, 1) + row0 * kHeadSize;
@@ -69,10 +75,11 @@ __global__ void __launch_bounds__(kProbeThreads)
   }
   for (int slice = 0; slice < slices; ++slice) {
     const int step = slice / kProbeSlicesPerMap, part = slice % kProbeSlicesPerMap;
+    const int key0 = (part + rotate) % kProbeSlicesPerMap * kProbeSlice;
     copy_wait<kProbeStages - 2>();
     __syncthreads();
     if (kStreamMaps)
-      probe_request_slice(space, head, slice + kProbeStages - 1, slices, s);
+      probe_request_slice(space, head, slice + kProbeStages - 1, slices, rotate, s);
     else
       copy_commit();
     const float(&a)[kProbeSlice][kHeadSize] = s.a[slice % kProbeStages];
@@ -80,7 +87,7 @@ __global__ void __launch_bounds__(kProbeThreads)
     if (kCompute) {
 #pragma unroll
       for (int k = 0; k < kProbeSlice; k += 4) {
-        const int key = part * kProbeSlice + k;
+        const int key = key0 + k;
 #pragma unroll
         for (int r = 0; r < kProbeRows; ++r) {
           const float4 x = *reinterpret_cast<const float4*>(&e[r][key]);
@@ -92,7 +99,7 @@ __global__ void __launch_bounds__(kProbeThreads)
       }
     } else {
 #pragma unroll
-      for (int r = 0; r < kProbeRows; ++r) acc[r] += a[r][j] * e[r][part];
+      for (int r = 0; r < kProbeRows; ++r) acc[r] += a[r][j] * e[r][key0];
     }
     if (part + 1 == kProbeSlicesPerMap) {
       const bool more = step + 1 < steps;
@@ -222,11 +229,10 @@ using Kernel = void (*)(SmallGroupSpace, float*);
 struct Form {
   const char* name;
   Kernel kernel;
-  int threads, bytes, rows_per_cta;
+  int threads, bytes, ctas_per_head;
   void launch(int num_seqs, int groups, float* workspace, float* state) const {
     const SmallGroupSpace space{workspace, groups, num_seqs, 0};
-    const unsigned ctas =
-        static_cast<unsigned>(num_seqs * kVHeads * (kHeadSize / rows_per_cta));
+    const unsigned ctas = static_cast<unsigned>(num_seqs * kVHeads * ctas_per_head);
     kernel<<<ctas, threads, bytes>>>(space, state);
   }
 };
@@ -267,23 +273,30 @@ int main(int argc, char** argv) {
   cudaMemcpy(workspace, host.data(), floats * sizeof(float), cudaMemcpyHostToDevice);
 
   const Form forms[] = {
-      {"folder", small_cp_scan_kernel, kScanThreadsPerCta, sizeof(SmallScanSmem), kScanRowsPerCta},
+      {"folder", small_cp_scan_kernel, kScanThreadsPerCta, sizeof(SmallScanSmem),
+       kScanCtasPerHead},
       {"probe_stream_compute", scan_probe<true, true>, kProbeThreads, sizeof(ProbeSmem),
-       kProbeRows},
-      {"probe_no_stream", scan_probe<false, true>, kProbeThreads, sizeof(ProbeSmem), kProbeRows},
-      {"probe_no_compute", scan_probe<true, false>, kProbeThreads, sizeof(ProbeSmem), kProbeRows},
-      {"columns_in_registers", scan_columns, kColThreads, 0, kProbeRows}};
+       kHeadSize / kProbeRows},
+      {"probe_no_stream", scan_probe<false, true>, kProbeThreads, sizeof(ProbeSmem),
+       kHeadSize / kProbeRows},
+      {"probe_no_compute", scan_probe<true, false>, kProbeThreads, sizeof(ProbeSmem),
+       kHeadSize / kProbeRows},
+      {"columns_in_registers", scan_columns, kColThreads, 0, kHeadSize / kProbeRows},
+      {"probe_rotated", scan_probe<true, true, true>, kProbeThreads, sizeof(ProbeSmem),
+       kHeadSize / kProbeRows},
+      {"probe_rotated_no_compute", scan_probe<true, false, true>, kProbeThreads,
+       sizeof(ProbeSmem), kHeadSize / kProbeRows}};
   for (const Form& f : forms)
     if (f.bytes > 0)
       cudaFuncSetAttribute(f.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, f.bytes);
-  const Form reference{"reference", scan_reference, kHeadSize, 0, 1};
+  const Form reference{"reference", scan_reference, kHeadSize, 0, kHeadSize};
 
   // Each full form against the reference on one (2 sequences, 8 groups) call, same inputs.
   const size_t state_floats = size_t{kMaxSeqs} * kVHeads * kStateFloats;
   std::vector<float> want(floats + state_floats), got(floats + state_floats);
-  double worst[3] = {0, 0, 0};
-  const int checked[3] = {0, 1, 4};
-  for (int c = -1; c < 3; ++c) {
+  double worst[4] = {0, 0, 0, 0};
+  const int checked[4] = {0, 1, 4, 5};
+  for (int c = -1; c < 4; ++c) {
     cudaMemcpy(workspace, host.data(), floats * sizeof(float), cudaMemcpyHostToDevice);
     (c < 0 ? reference : forms[checked[c]]).launch(kMaxSeqs, kMaxGroups, workspace, state);
     std::vector<float>& to = c < 0 ? want : got;
@@ -301,8 +314,8 @@ int main(int argc, char** argv) {
   const int shapes[][2] = {{1, 2}, {1, 3}, {1, 5}, {1, 8}, {2, 2}, {2, 4}};
   std::printf("{\"what\": \"gdn prefill cp scan micro\", \"reps\": %d, \"unit\": \"us per launch\", "
               "\"folder\": \"%s\", \"worst_abs_diff_vs_reference\": {\"folder\": %.3g, \"probe_stream_compute\": "
-              "%.3g, \"columns_in_registers\": %.3g}, \"cases\": [",
-              kReps, folder, worst[0], worst[1], worst[2]);
+              "%.3g, \"columns_in_registers\": %.3g, \"probe_rotated\": %.3g}, \"cases\": [",
+              kReps, folder, worst[0], worst[1], worst[2], worst[3]);
   bool first = true;
   for (const Form& f : forms)
     for (const auto& sh : shapes) {
