@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The cluster-multicast scan of candidates/gdn_prefill (commit of this script) in variants, each
-# through bench/micro/gdn_scan.cu; prints one line per variant (us per launch at seqs/groups).
+# The cluster-multicast scan of candidates/gdn_prefill in variants, each through
+# bench/micro/gdn_scan.cu; prints one line per variant (us per launch at seqs/groups). Run it
+# at commit 351e2d7, where that folder exists (it was deleted after the measurement).
 set -u
 mk() { # name sed-exprs...
   local name=$1; shift
