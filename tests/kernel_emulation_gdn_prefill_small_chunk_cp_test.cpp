@@ -56,7 +56,7 @@ void run_cp(const gp::PrefillArgs& args, int groups, CtaEmulator::Order order) {
   run_grid(heads * gp::small_cp_map_walks(groups) * Roles::kTilesPerHead, Roles::kThreads,
            sizeof(gp::SmallSmem), order,
            [&] { gp::small_cp_map_kernel<kRowWarps, kProducers>(args, space); });
-  run_grid(heads * (gp::kHeadSize / gp::kScanRowsPerCta), gp::kScanThreadsPerCta,
+  run_grid(heads * gp::kScanCtasPerHead, gp::kScanThreadsPerCta,
            sizeof(gp::SmallScanSmem), order,
            [&] { gp::small_cp_scan_kernel(space, args.new_state); });
   const std::int64_t tiles = gp::small_correct_tiles(args.total_tokens, groups);

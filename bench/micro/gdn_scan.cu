@@ -4,11 +4,9 @@
 // the folder on the include path at several group counts (the slope is the step, the intercept
 // the launch and prologue), the scan as it was at 6ccd14d30333 (`probe_stream_compute`) and two
 // probes of that loop: one that stops streaming the maps after the first ring fill (no L2 traffic
-// per step), one that streams them but skips the FMAs, both also with each CTA taking a map's
-// slices in a rotated order; and a form holding map columns in registers. Checks the folder's
-// kernel, the old loop, the register form and the rotated loop against a plain recurrence. The
-// folder's scan is launched as the library's is: kHeadSize / kScanRowsPerCta CTAs per head (the
-// cluster forms measured on 2026-12-04 had their own count; see their commits). Random maps scaled to keep the chain bounded. Prints one JSON object: mean
+// per step), one that streams them but skips the FMAs; and a form holding map columns in
+// registers. Checks the folder's kernel, the old loop and the register form against a plain
+// recurrence. Random maps scaled to keep the chain bounded. Prints one JSON object: mean
 // microseconds per launch over kReps back-to-back launches (the workspace, a few MB, stays in L2
 // as it does after the real map pass).
 #include <cuda_runtime.h>
@@ -239,6 +237,15 @@ struct Form {
   }
 };
 
+// The folder's scan grid per head: a CTA per kScanRowsPerCta value rows, times the kernel's
+// compile-time cluster width where its CTAs share rows (the cluster forms split the columns).
+int scan_ctas_per_head() {
+  cudaFuncAttributes attributes{};
+  cudaFuncGetAttributes(&attributes, small_cp_scan_kernel);
+  const int width = attributes.requiredClusterWidth;
+  return kHeadSize / kScanRowsPerCta * (width > 0 ? width : 1);
+}
+
 // Mean microseconds per launch over kReps launches for (num_seqs, groups).
 double time_scan(const Form& f, int num_seqs, int groups, float* workspace, float* state) {
   f.launch(num_seqs, groups, workspace, state);
@@ -276,7 +283,7 @@ int main(int argc, char** argv) {
 
   const Form forms[] = {
       {"folder", small_cp_scan_kernel, kScanThreadsPerCta, sizeof(SmallScanSmem),
-       kHeadSize / kScanRowsPerCta},
+       scan_ctas_per_head()},
       {"probe_stream_compute", scan_probe<true, true>, kProbeThreads, sizeof(ProbeSmem),
        kHeadSize / kProbeRows},
       {"probe_no_stream", scan_probe<false, true>, kProbeThreads, sizeof(ProbeSmem),

@@ -4,9 +4,9 @@
 //   - at least kSmallChunkMinTokens tokens, kSmallChunkMinAvgTokens per sequence on average: the
 //     small-chunk route, in context-parallel groups
 //     where few sequences leave SMs idle and the workspace holds the groups' matrices and
-//     per-token partials (small_cp_groups), else 8 chain warps per CTA from kSmallChunkWideItems (sequence, head)
-//     pairs, or 2; four producer warps per CTA but where narrow CTAs would crowd the SMs
-//     (kSmallFourProducerCtas), there two;
+//     per-token partials (small_cp_groups), else 8 chain warps per CTA from
+//     kSmallChunkWideItems (sequence, head) pairs, or 2; four producer warps per CTA but where
+//     narrow CTAs would crowd the SMs (kSmallFourProducerCtas), there two;
 //   - at most kSerialMaxTokens tokens: the token-serial route;
 //   - with the workspace for the chunk records and at most kSplitMaxChains (sequence, head)
 //     chains (and kRankMaxSeqs sequences): the split route, its value slabs by the chain's own
@@ -117,7 +117,8 @@ cudaError_t dispatch(const PrefillArgs& args, void* workspace, uint64_t workspac
                                   reinterpret_cast<uintptr_t>(args.b) % 4 == 0;
   const int small_groups = small_cp_groups(args.total_tokens, args.num_seqs);
   if (small_groups && aligned && gate_pairs_aligned &&
-      workspace_size >= SmallGroupSpace::floats(args.num_seqs, small_groups, args.total_tokens) * sizeof(float))
+      workspace_size >=
+          SmallGroupSpace::floats(args.num_seqs, small_groups, args.total_tokens) * sizeof(float))
     return launch_small_chunk_cp<8, 4>(args, static_cast<float*>(workspace), small_groups,
                                        stream);
   if (takes_small_chunk(args.total_tokens, args.num_seqs) && gate_pairs_aligned) {

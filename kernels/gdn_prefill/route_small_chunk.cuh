@@ -21,6 +21,12 @@ __device__ __forceinline__ int small_slot_behind(int slot, int back) {
   return behind < 0 ? behind + kSmallTileStages : behind;
 }
 
+/// Tokens of chunk `ci` of a sequence of `length` tokens (the last one may be partial).
+__host__ __device__ inline int small_chunk_tokens(int64_t length, int64_t ci) {
+  const int64_t left = length - ci * kSmallChunk;
+  return static_cast<int>(left < kSmallChunk ? left : kSmallChunk);
+}
+
 /// The producer warps' part of iteration `it` of a walk of `length` tokens from token `begin`
 /// (`slot` = it % kSmallTileStages): chunk it's requests, phase A of chunk it - kSmallLoadLead,
 /// phase B of the chunk before that (small_chunk_layout.h has the roles).
@@ -31,10 +37,7 @@ __device__ __forceinline__ void small_produce(const PrefillArgs& args, SmallSmem
                                               int warp, int lane) {
   using Roles = SmallRoles<kRowWarps, kProducers>;
   const int64_t chunks = (length + kSmallChunk - 1) / kSmallChunk;
-  const auto chunk_count = [&](int64_t ci) {
-    const int64_t left = length - ci * kSmallChunk;
-    return static_cast<int>(left < kSmallChunk ? left : kSmallChunk);
-  };
+  const auto chunk_count = [&](int64_t ci) { return small_chunk_tokens(length, ci); };
   if (warp == Roles::kLoadWarp) {
     if (it < chunks)
       small_request<Roles::kRows>(args, s.tiles[slot], begin + it * kSmallChunk, chunk_count(it),
@@ -122,10 +125,9 @@ __device__ __forceinline__ void small_chunk_walk(const PrefillArgs& args, const 
     const int64_t ci = it - kSmallChainLag;  // the chain's chunk
     if (warp < kRowWarps) {
       if (ci >= 0) {
-        const int64_t left = length - ci * kSmallChunk;
         small_chain_chunk<kOutput>(
             m, s.tiles[small_slot_behind(slot, kSmallChainLag)], s.operands[ci & 1], 16 * warp,
-            static_cast<int>(left < kSmallChunk ? left : kSmallChunk),
+            small_chunk_tokens(length, ci),
             kOutput ? output + ci * kSmallChunk * kVHeads * kHeadSize + row0 : nullptr, lane);
       }
     } else {
@@ -178,12 +180,10 @@ __global__ void __launch_bounds__(SmallRoles<kRowWarps, kProducers>::kThreads)
     const int64_t ci = it - kSmallChainLag;  // the chain's chunk
     if (warp < kRowWarps) {
       if (ci >= 0) {
-        const int64_t left = length - ci * kSmallChunk;
         __nv_bfloat16* out =
             args.output + ((begin + ci * kSmallChunk) * kVHeads + h) * kHeadSize + row0;
         small_chain_chunk(m, s.tiles[small_slot_behind(slot, kSmallChainLag)], s.operands[ci & 1],
-                          16 * warp, static_cast<int>(left < kSmallChunk ? left : kSmallChunk),
-                          out, lane);
+                          16 * warp, small_chunk_tokens(length, ci), out, lane);
       }
     } else {
       small_produce<kRowWarps, kProducers>(args, s, it, slot, begin, length, h, row0, true, A_log,

@@ -7,13 +7,14 @@
 //      and leaves E_1; group g of 1 .. groups - 1 walks from zero with its values (B_g, its
 //      outputs from zero as fp32 partials) and, in other CTAs, from the identity without values
 //      (A_g, one row of the map per state row; its outputs are the queries through the map);
-//   2. the scan (small_chunk_scan.cuh): E_{g+1} = E_g A_g + B_g, in fp32, E_groups into
-//      new_state;
+//   2. the scan (small_chunk_scan.cuh): E_{g+1} = E_g A_g + B_g, on tensor cores with fp32
+//      sums, E_groups into new_state, in clusters of CTAs that share blocks of rows;
 //   3. the correction (small_chunk_correct.cuh): groups 1 .. groups - 1 get their outputs as
-//      partial + E_g qmap, one product per (sequence, head, group) on all SMs at once.
-// So the critical path is one group's walk, the scan and the correction; the walks are the plain
-// route's (route_small_chunk.cuh), so the arithmetic per chunk is the same; the state never
-// leaves fp32 between groups.
+//      partial + E_g qmap, one product per (sequence, head, group) on all SMs at once,
+//      launched while the scan runs (tuning.h), each group waiting for its entry state.
+// So the critical path is one group's walk, the scan and the last group's correction; the walks
+// are the plain route's (route_small_chunk.cuh), so the arithmetic per chunk is the same; the
+// state leaves fp32 only in the scan's split products (about 2^-21 relative per term).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -52,6 +53,8 @@ __global__ void __launch_bounds__(SmallRoles<kRowWarps, kProducers>::kThreads)
   walk.begin = begin + tokens.from;
   walk.length = tokens.count;
   if (index == 0) {
+    // The scan counts the entry states it finishes from zero (small_chunk_groups.h).
+    if (walk.row0 == 0 && threadIdx.x == 0) *space.ready(head) = 0;
     // Tokens outside every sequence get zero output, as in the reference.
     if (seq == 0) small_clear_rows<kRows, kThreads>(args, 0, begin, walk.h, walk.row0);
     if (seq == args.num_seqs - 1)
@@ -100,12 +103,23 @@ cudaError_t launch_small_chunk_cp(const PrefillArgs& args, float* workspace, int
   if (map_ctas > 0x7fffffff || correct_ctas > 0x7fffffff) return cudaErrorInvalidConfiguration;
   small_cp_map_kernel<kRowWarps, kProducers>
       <<<static_cast<unsigned>(map_ctas), Roles::kThreads, bytes, stream>>>(args, space);
-  small_cp_scan_kernel<<<static_cast<unsigned>(heads * (kHeadSize / kScanRowsPerCta)),
-                         kScanThreadsPerCta, scan_bytes, stream>>>(space, args.new_state);
-  if (correct_ctas > 0)
-    small_cp_correct_kernel<<<static_cast<unsigned>(correct_ctas), kCorrectThreads,
-                              correct_bytes, stream>>>(args, space, tiles);
-  return cudaGetLastError();
+  small_cp_scan_kernel<<<static_cast<unsigned>(heads * kScanCtasPerHead), kScanThreadsPerCta,
+                         scan_bytes, stream>>>(space, args.new_state);
+  if (correct_ctas == 0) return cudaGetLastError();
+  // From kSmallCpOverlapMinSeqs sequences (tuning.h) launched while the scan runs, its CTAs
+  // waiting for their group's entry state on `ready`; else after it.
+  cudaLaunchConfig_t correct{};
+  correct.gridDim = dim3(static_cast<unsigned>(correct_ctas));
+  correct.blockDim = dim3(kCorrectThreads);
+  correct.dynamicSmemBytes = correct_bytes;
+  correct.stream = stream;
+  cudaLaunchAttribute early{};
+  early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  early.val.programmaticStreamSerializationAllowed = 1;
+  correct.attrs = &early;
+  correct.numAttrs = args.num_seqs >= kSmallCpOverlapMinSeqs ? 1 : 0;
+  if (e = cudaGetLastError(); e != cudaSuccess) return e;
+  return cudaLaunchKernelEx(&correct, small_cp_correct_kernel, args, space, tiles);
 }
 #endif
 

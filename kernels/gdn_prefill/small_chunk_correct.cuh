@@ -15,6 +15,7 @@
 
 #include "small_chunk_chain.cuh"  // small_load_rows; mma_tiles.cuh: split_a_fragment, split_bf16x2
 #include "small_chunk_groups.h"
+#include "small_chunk_scan.cuh"  // kScanCtasPerHead: the scan's counts on `ready`
 
 namespace khk::gdn_prefill {
 
@@ -28,22 +29,25 @@ struct SmallCorrectSmem {
 };
 
 /// CTAs per (sequence, head, group) for a call of `total_tokens` in `groups` groups: enough
-/// for the longest group any sequence can have (the host does not know the lengths).
-__host__ __device__ constexpr int64_t small_correct_tiles(int64_t total_tokens, int groups) {
-  const int64_t chunks = (total_tokens + kSmallChunk - 1) / kSmallChunk;
-  const int64_t span = (chunks + groups - 1) / groups * kSmallChunk;
-  return (span + kCorrectTokens - 1) / kCorrectTokens;
+/// for the longest group any sequence can have (the host does not know the lengths), group 0 of
+/// one sequence of all the tokens.
+__host__ __device__ inline int64_t small_correct_tiles(int64_t total_tokens, int groups) {
+  const int64_t longest = group_tokens(total_tokens, groups, 0).count;
+  return (longest + kCorrectTokens - 1) / kCorrectTokens;
 }
 
-/// CTA (head, group 1 .. groups - 1, tile), tile fastest.
+/// CTA (group 1 .. groups - 1, head, tile), tile fastest and group slowest: where the kernel
+/// starts while the scan runs (programmatic dependent launch) the early groups' entry states are
+/// the first ready, so their CTAs come first; a CTA of group g >= 2 waits on the (sequence,
+/// head)'s `ready` counter for E_g (group 1's E_1 is the map pass's).
 __global__ void __launch_bounds__(kCorrectThreads)
     small_cp_correct_kernel(PrefillArgs args, SmallGroupSpace space, int64_t tiles) {
   extern __shared__ __align__(16) unsigned char smem[];
   SmallCorrectSmem& s = *reinterpret_cast<SmallCorrectSmem*>(smem);
   const int64_t cta = blockIdx.x;
-  const int64_t tile = cta % tiles, rest = cta / tiles;
-  const int group = 1 + static_cast<int>(rest % (space.groups - 1));
-  const int64_t head = rest / (space.groups - 1);
+  const int64_t tile = cta % tiles, rest = cta / tiles, heads = space.num_seqs * kVHeads;
+  const int group = 1 + static_cast<int>(rest / heads);
+  const int64_t head = rest % heads;
   const int64_t seq = head / kVHeads;
   const int h = static_cast<int>(head % kVHeads);
   const int64_t begin = args.cu_seqlens[seq], end = args.cu_seqlens[seq + 1];
@@ -56,6 +60,10 @@ __global__ void __launch_bounds__(kCorrectThreads)
 
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int g = lane / 4, c = lane % 4, mi = lane / 8, r = lane % 8;
+  if (group >= 2) {
+    if (threadIdx.x == 0) ready_wait(space.ready(head), kScanCtasPerHead * (group - 1));
+    __syncthreads();
+  }
   const int row0 = 16 * warp;
   uint32_t ehi[kHeadSize / 16][4], elo[kHeadSize / 16][4];  // E_g's A fragments, per key step
   {

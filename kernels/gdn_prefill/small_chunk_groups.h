@@ -13,17 +13,20 @@
 // and per token t of a group g >= 1, head h, in the output's [token][head][row] layout (fp32):
 //   partial[t][h]:  the output of the walk from zero (B_g's walk, without the entry state)
 //   qmap[t][h]:     A_{g,<=t} q_t scale, the query through the group's map up to and including t
-// so that the output is partial + E_g qmap (the correction, route_small_chunk_cp.cuh).
+// so that the output is partial + E_g qmap (the correction, route_small_chunk_cp.cuh; a bf16
+// partial written into the output itself failed the tolerance where partial and correction
+// cancel, in the emulation test's variants); and per (sequence, head) one counter,
+// `ready`, that the map pass zeroes and the scan's CTAs count up as they finish each E_g, so that
+// the correction, when launched while the scan runs, can start a group as soon as its entry state
+// is whole.
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 
 #include "gdn_prefill.cuh"
 #include "small_chunk_layout.h"
-
-// The form of this folder's route: the correction replaces the earlier finish pass (the
-// emulation test drives the launches by hand and reads this to know which form it compiles).
-#define KHK_SMALL_CP_CORRECTION 1
 
 namespace khk::gdn_prefill {
 
@@ -43,7 +46,7 @@ struct SmallGroupSpace {
   }
   __host__ __device__ static constexpr int64_t floats(int64_t num_seqs, int groups,
                                                       int64_t total_tokens) {
-    return matrix_floats(num_seqs, groups) + 2 * token_floats(total_tokens);
+    return matrix_floats(num_seqs, groups) + 2 * token_floats(total_tokens) + num_seqs * kVHeads;
   }
   /// E_{e+1} (or B_e before the scan) of (sequence, head) `head`.
   __host__ __device__ float* exit(int64_t head, int e) const {
@@ -60,7 +63,46 @@ struct SmallGroupSpace {
   }
   /// Token 0's rows of the queries through the group maps, [token][head][key].
   __host__ __device__ float* qmap() const { return partial() + token_floats(total_tokens); }
+  /// The counter of (sequence, head) `head`: the scan's CTAs of the head, once per entry state
+  /// E_2, E_3, ... they have finished.
+  __host__ __device__ int* ready(int64_t head) const {
+    return reinterpret_cast<int*>(qmap() + token_floats(total_tokens)) + head;
+  }
 };
+
+/// One more finished piece on a `ready` counter, after the global writes of this CTA's threads
+/// (the caller has passed a CTA barrier since they wrote).
+__device__ __forceinline__ void ready_signal(int* counter) {
+#if defined(__CUDACC__)
+  __threadfence();
+  atomicAdd(counter, 1);
+#else
+  ++*counter;
+#endif
+}
+
+/// Between two polls of a `ready` counter: the scan finishes an entry state every few
+/// microseconds, and many CTAs polling one L2 line back to back slow the scan they wait for.
+constexpr unsigned kReadyPollNs = 500;
+
+/// Waits until a `ready` counter reaches `target`; a CTA barrier after it orders the CTA's later
+/// reads. On the host (the tests' emulator runs the launches one after another) a counter short
+/// of its target is a bug in the counting, not a wait.
+__device__ __forceinline__ void ready_wait(const int* counter, int target) {
+#if defined(__CUDACC__)
+  for (;;) {
+    int seen;
+    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(seen) : "l"(counter) : "memory");
+    if (seen >= target) break;
+    __nanosleep(kReadyPollNs);
+  }
+#else
+  if (*counter < target) {
+    std::fprintf(stderr, "ready counter %d short of %d\n", *counter, target);
+    std::abort();
+  }
+#endif
+}
 
 /// Tokens [from, from + count) of group g of a sequence of `length` tokens, relative to its start.
 struct GroupTokens {

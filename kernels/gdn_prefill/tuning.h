@@ -11,7 +11,7 @@
     !defined(SMALL_CP_MAX_GROUPS) || !defined(SMALL_CP_CTAS) || !defined(SMALL_CP_GROUP_TOKENS) || \
     !defined(SMALL_CP_MIN_GROUPS) || !defined(SMALL_FOUR_PRODUCER_CTAS) || \
     !defined(SMALL_CP_LONG_GROUP_TOKENS) || !defined(SMALL_CP_LONG_MIN_GROUPS) || \
-    !defined(SMALL_CHUNK_MIN_AVG_TOKENS)
+    !defined(SMALL_CHUNK_MIN_AVG_TOKENS) || !defined(SMALL_CP_OVERLAP_MIN_SEQS)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
 
@@ -52,12 +52,18 @@ constexpr long long kSmallFourProducerCtas = SMALL_FOUR_PRODUCER_CTAS;
 constexpr int kSmallCpMaxGroups = SMALL_CP_MAX_GROUPS;
 constexpr long long kSmallCpCtas = SMALL_CP_CTAS;
 constexpr long long kSmallCpGroupTokens = SMALL_CP_GROUP_TOKENS;
-// ... and only from kSmallCpMinGroups groups: each group adds a scan step (about 1.3 us) and the
-// map pass three walks where the plain route has one (before the correction replaced the finish
-// pass, each group was walked twice and few groups lost: one H200 at 1-5 sequences, 3-5 groups
-// 1.0-1.5x slower than the plain route, 9 groups 1.25-1.5x faster,
+// ... and only from kSmallCpMinGroups groups: each group adds a scan step (about 3.7 us on one
+// H200) and the map pass three walks where the plain route has one (before the correction
+// replaced the finish pass, each group was walked twice and few groups lost: one H200 at 1-5
+// sequences, 3-5 groups 1.0-1.5x slower than the plain route, 9 groups 1.25-1.5x faster,
 // bench/results/2026-12-02_gdn_prefill_small_chunk_cp_knobs_h200.json).
 constexpr int kSmallCpMinGroups = SMALL_CP_MIN_GROUPS;
+// The correction runs beside the scan (programmatic dependent launch, each group waiting for its
+// entry state) from this many sequences. Beside the fp32 scan of 6ccd14d30333 it slowed one long
+// sequence 3-7 % (bench/results/2026-12-04_gdn_prefill_correction_overlap_h200.json); beside the
+// cluster scan it gains there too (one H200: 1377 x 1 and 2107 x 1 1.19x faster overall at 1,
+// 1.06x at 2; bench/results/2026-12-04_gdn_prefill_cluster_scan_h200.json).
+constexpr long long kSmallCpOverlapMinSeqs = SMALL_CP_OVERLAP_MIN_SEQS;
 // ... or from kSmallCpLongMinGroups groups when they average at least kSmallCpLongGroupTokens
 // tokens: long groups pay the fill and the scan step back (with the finish pass, 2 sequences in
 // 5 groups on one H200: 5709 tokens 231 -> 191 us, 3271 tokens 132 -> 122, while 2040 tokens,
@@ -156,6 +162,7 @@ static_assert(kSmallChunkWideItems >= 1, "SMALL_CHUNK_WIDE_ITEMS: 1 or more");
 static_assert(kSmallCpMaxGroups >= 0, "SMALL_CP_MAX_GROUPS: 0 or more");
 static_assert(kSmallFourProducerCtas >= 0, "SMALL_FOUR_PRODUCER_CTAS: 0 or more");
 static_assert(kSmallCpMinGroups >= 2, "SMALL_CP_MIN_GROUPS: 2 or more");
+static_assert(kSmallCpOverlapMinSeqs >= 1, "SMALL_CP_OVERLAP_MIN_SEQS: 1 or more");
 static_assert(kSmallCpLongGroupTokens >= 0, "SMALL_CP_LONG_GROUP_TOKENS: 0 or more");
 static_assert(kSmallCpLongMinGroups >= 2, "SMALL_CP_LONG_MIN_GROUPS: 2 or more");
 static_assert(kSmallCpCtas >= 1 && kSmallCpGroupTokens >= 1,
