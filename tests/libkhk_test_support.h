@@ -9,7 +9,9 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "kh/abi.h"
 #include "kh/check/checker.h"
@@ -31,15 +33,26 @@ inline void* libkhk_symbol(const std::string& symbol) {
   return library ? dlsym(library, symbol.c_str()) : nullptr;
 }
 
+/// The workload of tests/data/extra_shapes/<definition>.jsonl whose axes have all these values.
+inline Workload extra_shape_workload(
+    const Definition& def, std::initializer_list<std::pair<std::string, std::int64_t>> values) {
+  for (auto& record :
+       load_workload_file(source_dir() / "tests/data/extra_shapes" / (def.name + ".jsonl"))) {
+    const auto axes = resolve_axes(def, record.workload, "extra_shapes");
+    bool all = true;
+    for (const auto& [axis, value] : values) all = all && axes.at(axis) == value;
+    if (all) return record.workload;
+  }
+  std::string wanted;
+  for (const auto& [axis, value] : values) wanted += " " + axis + " " + std::to_string(value);
+  ADD_FAILURE() << "no workload with" << wanted << " in tests/data/extra_shapes";
+  return {};
+}
+
 /// The workload of tests/data/extra_shapes/<definition>.jsonl whose `axis` is `value`.
 inline Workload extra_shape_workload(const Definition& def, const std::string& axis,
                                      std::int64_t value) {
-  for (auto& record :
-       load_workload_file(source_dir() / "tests/data/extra_shapes" / (def.name + ".jsonl")))
-    if (resolve_axes(def, record.workload, "extra_shapes").at(axis) == value)
-      return record.workload;
-  ADD_FAILURE() << "no " << axis << " " << value << " workload in tests/data/extra_shapes";
-  return {};
+  return extra_shape_workload(def, {{axis, value}});
 }
 
 inline void expect_matches(const Definition& def, const DrawnCallInputs& drawn,
