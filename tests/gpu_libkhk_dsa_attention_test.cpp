@@ -8,8 +8,6 @@
 //   - called without a workspace: it must split less and stay right.
 #include <gtest/gtest.h>
 
-#include "kh/gen/input_generator.h"
-#include "kh/run/device_reference.h"
 #include "libkhk_test_support.h"
 
 namespace kh {
@@ -20,92 +18,25 @@ constexpr const char* kAttention = "dsa_sparse_attention_h16_ckv512_kpe64_topk20
 // per token, merged) and 64 (page spans: few splits).
 constexpr std::int64_t kTokens[] = {3, 64};
 
-using WorkspaceFn = std::uint64_t (*)(const DLTensor*, std::int32_t);
-
-class LibkhkAttention : public ::testing::TestWithParam<std::int64_t> {
+class LibkhkAttention : public ::testing::TestWithParam<std::int64_t>,
+                       protected test::LibkhkWorkspaceEntry {
  protected:
   void SetUp() override {
     KH_REQUIRE_GPU();
-    const std::string entry = std::string("khk_") + kAttention;
-    entry_ = reinterpret_cast<kh_entry_fn>(test::libkhk_symbol(entry));
-    workspace_bytes_ =
-        reinterpret_cast<WorkspaceFn>(test::libkhk_symbol(entry + "_workspace_bytes"));
-    ASSERT_NE(entry_, nullptr) << "libkhk exports no " << entry;
-    ASSERT_NE(workspace_bytes_, nullptr) << "libkhk exports no " << entry << "_workspace_bytes";
-    gpu_ = make_cuda_backend(0);
-    dataset_ = std::make_unique<Dataset>(Dataset::open(test::source_dir()));
-    def_ = &dataset_->definition(kAttention);
+    ASSERT_NO_FATAL_FAILURE(open(kAttention));
     workload_ = test::extra_shape_workload(*def_, "num_tokens", GetParam());
-    test::check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream");
   }
-  void TearDown() override {
-    if (workspace_) cudaFree(workspace_);
-    if (stream_) cudaStreamDestroy(stream_);
-  }
-
-  std::unique_ptr<InputGenerator> generator(std::uint64_t seed) const {
-    GeneratorOptions options;
-    options.seed = seed;
-    return std::make_unique<InputGenerator>(*def_, workload_, test::source_dir(), options);
-  }
-
-  kh_entry_fn entry_ = nullptr;
-  WorkspaceFn workspace_bytes_ = nullptr;
-  std::unique_ptr<MemoryBackend> gpu_;
-  std::unique_ptr<Dataset> dataset_;
-  const Definition* def_ = nullptr;
-  Workload workload_;
-  void* workspace_ = nullptr;
-  cudaStream_t stream_ = nullptr;
+  void TearDown() override { close(); }
 };
 
 TEST_P(LibkhkAttention, GraphCapturedOnceIsRightForNewIndices) {
-  const auto first_gen = generator(kDefaultSeed);
-  const DrawnCallInputs first = generate_drawn_call_inputs(*first_gen, 0);
-  CallBuffers buffers(*gpu_, *def_, first_gen->axes(), first.host, 0, first.draws);
-  const std::vector<DLTensor>& t = buffers.tensors();
-  const std::uint64_t bytes = workspace_bytes_(t.data(), static_cast<std::int32_t>(t.size()));
+  expect_graph_replays_match_with_workspace("sparse_indices");
   if (GetParam() <= 8) {
-    EXPECT_GT(bytes, 0u) << "a few tokens should be split over many CTAs";
+    EXPECT_GT(asked_bytes_, 0u) << "a few tokens should be split over many CTAs";
   }
-  if (bytes) test::check_cuda(cudaMalloc(&workspace_, bytes), "workspace");
-  const HostTensor captured_indices = buffers.download_input("sparse_indices");
-
-  // Global mode: any synchronising or allocating call made during the capture invalidates it.
-  test::check_cuda(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal), "begin capture");
-  const int status = entry_(t.data(), static_cast<int32_t>(t.size()), stream_, workspace_, bytes);
-  cudaGraph_t graph = nullptr;
-  test::check_cuda(cudaStreamEndCapture(stream_, &graph), "end capture");
-  ASSERT_EQ(status, KH_OK);
-  cudaGraphExec_t exec = nullptr;
-  test::check_cuda(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-  for (std::uint64_t k = 1; k <= 3; ++k) {
-    const auto gen = generator(kDefaultSeed + k);
-    const DrawnCallInputs drawn = generate_drawn_call_inputs(*gen, static_cast<std::int64_t>(k));
-    buffers.reupload_inputs(drawn.host, drawn.draws);
-    EXPECT_FALSE(buffers.download_input("sparse_indices").bytes_equal(captured_indices))
-        << "seed " << kDefaultSeed + k << " should select other rows than the captured call";
-    const OutputSet expected = run_device_reference(*gpu_, *def_, gen->axes(), buffers);
-    buffers.poison_outputs();
-    test::check_cuda(cudaGraphLaunch(exec, stream_), "replay");
-    test::check_cuda(cudaStreamSynchronize(stream_), "replay");
-    test::expect_matches(*def_, drawn, expected, buffers, "replay " + std::to_string(k));
-  }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
 }
 
-TEST_P(LibkhkAttention, WithoutWorkspaceIsRight) {
-  const auto gen = generator(kDefaultSeed);
-  const DrawnCallInputs drawn = generate_drawn_call_inputs(*gen, 0);
-  CallBuffers buffers(*gpu_, *def_, gen->axes(), drawn.host, 0, drawn.draws);
-  const OutputSet expected = run_device_reference(*gpu_, *def_, gen->axes(), buffers);
-  buffers.poison_outputs();
-  const std::vector<DLTensor>& t = buffers.tensors();
-  ASSERT_EQ(entry_(t.data(), static_cast<int32_t>(t.size()), stream_, nullptr, 0), KH_OK);
-  test::check_cuda(cudaStreamSynchronize(stream_), "call");
-  test::expect_matches(*def_, drawn, expected, buffers, "no workspace");
-}
+TEST_P(LibkhkAttention, WithoutWorkspaceIsRight) { expect_right_without_workspace(); }
 
 INSTANTIATE_TEST_SUITE_P(Tokens, LibkhkAttention, ::testing::ValuesIn(kTokens),
                          [](const auto& info) { return "tokens_" + std::to_string(info.param); });

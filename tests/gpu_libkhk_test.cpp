@@ -6,8 +6,6 @@
 //     addresses: every replay must match the reference for its own inputs.
 #include <gtest/gtest.h>
 
-#include "kh/gen/input_generator.h"
-#include "kh/run/device_reference.h"
 #include "libkhk_test_support.h"
 
 namespace kh {
@@ -62,26 +60,10 @@ TEST_P(LibkhkDecode, UpdatesTheStateInPlace) {
 TEST_P(LibkhkDecode, GraphCapturedOnceIsRightForNewInputs) {
   const DrawnCallInputs first = generate_drawn_call_inputs(*gen_, 0);
   CallBuffers buffers(*gpu_, *def_, gen_->axes(), first.host, 0, first.draws);
-  const std::vector<DLTensor>& t = buffers.tensors();
-  // Global mode: any synchronising or allocating call made during the capture invalidates it.
-  test::check_cuda(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal), "begin capture");
-  const int status = entry_(t.data(), static_cast<int32_t>(t.size()), stream_, nullptr, 0);
-  cudaGraph_t graph = nullptr;
-  test::check_cuda(cudaStreamEndCapture(stream_, &graph), "end capture");
-  ASSERT_EQ(status, KH_OK);
-  cudaGraphExec_t exec = nullptr;
-  test::check_cuda(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-  for (std::int64_t trial = 1; trial <= 3; ++trial) {
-    const DrawnCallInputs drawn = generate_drawn_call_inputs(*gen_, trial);
-    buffers.reupload_inputs(drawn.host, drawn.draws);
-    const OutputSet expected = run_device_reference(*gpu_, *def_, gen_->axes(), buffers);
-    buffers.poison_outputs();
-    test::check_cuda(cudaGraphLaunch(exec, stream_), "replay");
-    test::check_cuda(cudaStreamSynchronize(stream_), "replay");
-    test::expect_matches(*def_, drawn, expected, buffers, "replay on trial " + std::to_string(trial));
-  }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
+  test::expect_graph_replays_match(entry_, *gpu_, *def_, gen_->axes(), buffers, stream_, nullptr,
+                                   0, [&](std::int64_t trial) {
+                                     return generate_drawn_call_inputs(*gen_, trial);
+                                   });
 }
 
 INSTANTIATE_TEST_SUITE_P(Batches, LibkhkDecode, ::testing::ValuesIn(kBatches),
