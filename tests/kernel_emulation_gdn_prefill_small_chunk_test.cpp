@@ -33,21 +33,26 @@ using test::draw_prefill_call;
 using test::prefill_workload;
 
 /// Every CTA of the route's grid at kRowWarps chain warps and kProducers producer warps per CTA,
-/// in grid order.
+/// in grid order; `longest_first`: the CTAs take the sequences longest first, as the launch asks
+/// from SMALL_RANK_MIN_CTAS CTAs.
 template <int kRowWarps, int kProducers>
-void run_grid(const gp::PrefillArgs& args, CtaEmulator::Order order) {
+void run_grid(const gp::PrefillArgs& args, CtaEmulator::Order order, bool longest_first = false) {
   using Roles = gp::SmallRoles<kRowWarps, kProducers>;
   CtaEmulator emulator(Roles::kThreads, sizeof(gp::SmallSmem), order, gp::smem);
   const std::int64_t ctas = args.num_seqs * gp::kVHeads * Roles::kTilesPerHead;
   for (std::int64_t cta = 0; cta < ctas; ++cta)
-    emulator.run([&](test::EmulatedCta&) { gp::small_chunk_kernel<kRowWarps, kProducers>(args); },
-                 cta);
+    emulator.run(
+        [&](test::EmulatedCta&) {
+          if (longest_first) gp::small_chunk_kernel<kRowWarps, kProducers, true>(args);
+          else gp::small_chunk_kernel<kRowWarps, kProducers>(args);
+        },
+        cta);
 }
 
 template <int kRowWarps = 2, int kProducers = 4>
-OutputSet run_small_chunk(const Call& c, CtaEmulator::Order order) {
+OutputSet run_small_chunk(const Call& c, CtaEmulator::Order order, bool longest_first = false) {
   OutputSet out = test::poisoned_outputs(c);
-  run_grid<kRowWarps, kProducers>(test::prefill_args(c.inputs, out), order);
+  run_grid<kRowWarps, kProducers>(test::prefill_args(c.inputs, out), order, longest_first);
   return out;
 }
 
@@ -103,6 +108,31 @@ TEST(SmallChunkPrefill, TokensOutsideEverySequenceGetZeroOutput) {
   const OutputSet out = run_small_chunk(c, CtaEmulator::Order::ascending);
   const CheckResult r =
       check_outputs(c.def, c.inputs, c.reference, out, official_options(c.def, false));
+  EXPECT_TRUE(r.passed()) << r.message;
+}
+
+TEST(SmallChunkPrefill, LongestFirstOrderWalksEverySequenceOnce) {
+  // Seven sequences of different lengths (the generator's weights; under zero_length every third
+  // one empty): ranked by length, each CTA must find its own sequence and together they must
+  // cover every one, the tokens outside them still cleared, with the same bits as in index order.
+  for (const char* variant : {"", "zero_length"}) {
+    SCOPED_TRACE(std::string("variant ") + variant);
+    const Call c = draw_prefill_call(prefill_workload("ranked", 181, 7), variant, 13);
+    const OutputSet ranked = run_small_chunk(c, CtaEmulator::Order::descending, true);
+    const CheckResult r =
+        check_outputs(c.def, c.inputs, c.reference, ranked, official_options(c.def, false));
+    EXPECT_TRUE(r.passed()) << r.message;
+    const OutputSet plain = run_small_chunk(c, CtaEmulator::Order::descending);
+    for (std::size_t i = 0; i < plain.size(); ++i)
+      EXPECT_TRUE(plain[i].tensor.bytes_equal(ranked[i].tensor)) << plain[i].name;
+    const OutputSet wide = run_small_chunk<8>(c, CtaEmulator::Order::ascending, true);
+    for (std::size_t i = 0; i < plain.size(); ++i)
+      EXPECT_TRUE(plain[i].tensor.bytes_equal(wide[i].tensor)) << plain[i].name << " wide";
+  }
+  const Call outside = test::draw_prefill_call_with_outside_tokens(14);
+  const CheckResult r = check_outputs(outside.def, outside.inputs, outside.reference,
+                                      run_small_chunk(outside, CtaEmulator::Order::ascending, true),
+                                      official_options(outside.def, false));
   EXPECT_TRUE(r.passed()) << r.message;
 }
 

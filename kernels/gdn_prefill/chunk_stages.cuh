@@ -20,6 +20,7 @@
 #include "chunk_inverse.cuh"
 #include "gdn_prefill.cuh"
 #include "mma_tiles.cuh"
+#include "sequence_order.cuh"
 #include "tuning.h"
 
 namespace khk::gdn_prefill {
@@ -56,42 +57,6 @@ __device__ __forceinline__ void token_gates(float a, float b, float A_log, float
 __device__ __forceinline__ int chunk_rows(int64_t length, int ci) {
   const int64_t left = length - int64_t{ci} * kChunk;
   return left < kChunk ? static_cast<int>(left) : kChunk;
-}
-
-/// The sequence a CTA of `rank` walks, and its tokens [t_begin, t_begin + length): the sequence of
-/// that rank by length, longest first (ties by index), so that CTAs, which start in index order,
-/// do not leave the longest chain for a late wave; above kRankMaxSeqs sequences (many CTAs per SM,
-/// short chains) index order. `scratch` holds kRankMaxSeqs + 2 int64 of shared memory. Every
-/// thread of the CTA calls it (two CTA barriers inside).
-template <int kThreads>
-__device__ __forceinline__ int64_t sequence_of_rank(const PrefillArgs& args, int64_t rank,
-                                                    int64_t* scratch, int64_t& t_begin,
-                                                    int64_t& length) {
-  int64_t seq = rank;
-  if (args.num_seqs <= kRankMaxSeqs) {
-    int64_t* sCu = scratch;
-    int64_t* sSeq = sCu + kRankMaxSeqs + 1;
-    const int n = static_cast<int>(args.num_seqs);
-    for (int i = threadIdx.x; i <= n; i += kThreads) sCu[i] = args.cu_seqlens[i];
-    __syncthreads();
-    for (int s = threadIdx.x; s < n; s += kThreads) {
-      const int64_t len = sCu[s + 1] - sCu[s];
-      int before = 0;
-      for (int j = 0; j < n; ++j) {
-        const int64_t other = sCu[j + 1] - sCu[j];
-        before += other > len || (other == len && j < s);
-      }
-      if (before == rank) *sSeq = s;
-    }
-    __syncthreads();
-    seq = *sSeq;
-    t_begin = sCu[seq];
-    length = sCu[seq + 1] - t_begin;
-  } else {
-    t_begin = args.cu_seqlens[seq];
-    length = args.cu_seqlens[seq + 1] - t_begin;
-  }
-  return seq;
 }
 
 /// One warp loads the raw gate inputs of chunk `ci` (tokens 2 lane, 2 lane + 1; zeros past the

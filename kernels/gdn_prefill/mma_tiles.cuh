@@ -155,6 +155,15 @@ __device__ __forceinline__ void split_tf32(float x, uint32_t& hi, uint32_t& lo) 
   lo = to_tf32(x - __uint_as_float(hi));
 }
 
+/// x as tf32 hi + lo the cheap way: hi by truncation (one AND), lo the raw fp32 remainder, whose
+/// top 19 bits the tf32 MMA reads. Each product term then carries about 2^-21 relative error
+/// instead of split_tf32's rounding, at a fraction of its cost (cvt.rna.tf32.f32 was a large
+/// share of the context-parallel scan's step).
+__device__ __forceinline__ void split_tf32_truncated(float x, uint32_t& hi, uint32_t& lo) {
+  hi = __float_as_uint(x) & 0xffffe000u;
+  lo = __float_as_uint(x - __uint_as_float(hi));
+}
+
 /// 2^x from the SFU (relative error ~2^-22).
 __device__ __forceinline__ float fast_exp2(float x) {
 #if defined(__CUDACC__)

@@ -146,7 +146,10 @@ __device__ __forceinline__ void small_chunk_walk(const PrefillArgs& args, const 
 /// measured 4 % slower at 64-8191 tokens on one H200. With the shared producer step
 /// (small_produce) both forms take 167-168 registers, so the two loops can become one once a
 /// measurement shows the walk costs nothing.
-template <int kRowWarps, int kProducers = 2>
+/// kLongestFirst: CTA b walks the sequence of rank b / (8 x tiles per head) by length, longest
+/// first (sequence_order.cuh), else of index b / (8 x tiles per head). A template argument, so
+/// that the index-order kernel is the one it was (a run-time flag cost its narrow CTAs a spill).
+template <int kRowWarps, int kProducers = 2, bool kLongestFirst = false>
 __global__ void __launch_bounds__(SmallRoles<kRowWarps, kProducers>::kThreads)
     small_chunk_kernel(PrefillArgs args) {
   using Roles = SmallRoles<kRowWarps, kProducers>;
@@ -156,12 +159,19 @@ __global__ void __launch_bounds__(SmallRoles<kRowWarps, kProducers>::kThreads)
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int64_t cta = blockIdx.x;
   const int tile = static_cast<int>(cta % Roles::kTilesPerHead);
-  const int64_t head = cta / Roles::kTilesPerHead;  // sequence * 8 + h
+  int64_t head = cta / Roles::kTilesPerHead;  // sequence * 8 + h (its rank * 8 + h, ranked)
   const int h = static_cast<int>(head % kVHeads);
-  const int64_t seq = head / kVHeads;
+  int64_t seq = head / kVHeads, begin, length;
   const int row0 = tile * kRows;
-  const int64_t begin = args.cu_seqlens[seq], end = args.cu_seqlens[seq + 1];
-  const int64_t length = end > begin ? end - begin : 0;
+  if constexpr (kLongestFirst) {
+    seq = sequence_of_rank<kThreads>(args, seq, s.order, begin, length);
+    head = seq * kVHeads + h;
+    length = length > 0 ? length : 0;
+  } else {  // as before the ranking, so that this kernel compiles to the same code
+    begin = args.cu_seqlens[seq];
+    const int64_t end = args.cu_seqlens[seq + 1];
+    length = end > begin ? end - begin : 0;
+  }
   // Tokens outside every sequence get zero output, as in the reference.
   if (seq == 0) small_clear_rows<kRows, kThreads>(args, 0, begin, h, row0);
   if (seq == args.num_seqs - 1)
@@ -197,20 +207,32 @@ __global__ void __launch_bounds__(SmallRoles<kRowWarps, kProducers>::kThreads)
 
 #if defined(__CUDACC__)  // a host build (the tests' CTA emulator) runs the kernel body itself
 /// One CTA per (sequence, head, row tile) of kRowWarps chain warps and kProducers producer
-/// warps. The opt-in to more than 48 KB of shared memory is set on every call, as the other
-/// routes do.
-template <int kRowWarps, int kProducers>
-cudaError_t launch_small_chunk(const PrefillArgs& args, cudaStream_t stream) {
+/// warps, the sequences longest first where launch_small_chunk asks. The opt-in to
+/// more than 48 KB of shared memory is set on every call, as the other routes do.
+template <int kRowWarps, int kProducers, bool kLongestFirst>
+cudaError_t launch_small_chunk_ordered(const PrefillArgs& args, int64_t ctas,
+                                       cudaStream_t stream) {
   using Roles = SmallRoles<kRowWarps, kProducers>;
   constexpr int bytes = sizeof(SmallSmem);
-  const cudaError_t e = cudaFuncSetAttribute(small_chunk_kernel<kRowWarps, kProducers>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  const auto kernel = small_chunk_kernel<kRowWarps, kProducers, kLongestFirst>;
+  const cudaError_t e =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (e != cudaSuccess) return e;
-  const int64_t ctas = args.num_seqs * kVHeads * Roles::kTilesPerHead;
-  if (ctas > 0x7fffffff) return cudaErrorInvalidConfiguration;
-  small_chunk_kernel<kRowWarps, kProducers>
-      <<<static_cast<unsigned>(ctas), Roles::kThreads, bytes, stream>>>(args);
+  kernel<<<static_cast<unsigned>(ctas), Roles::kThreads, bytes, stream>>>(args);
   return cudaGetLastError();
+}
+
+template <int kRowWarps, int kProducers>
+cudaError_t launch_small_chunk(const PrefillArgs& args, cudaStream_t stream) {
+  const int64_t ctas = args.num_seqs * kVHeads * SmallRoles<kRowWarps, kProducers>::kTilesPerHead;
+  if (ctas > 0x7fffffff) return cudaErrorInvalidConfiguration;
+  // Only the wide CTAs (one per SM) take the sequences longest first: narrow ones share SMs, so
+  // there the order also decides which chains share an SM (tuning.h, SMALL_RANK_MIN_CTAS).
+  if constexpr (kRowWarps == 8) {
+    if (args.num_seqs > 1 && ctas >= kSmallRankMinCtas)
+      return launch_small_chunk_ordered<kRowWarps, kProducers, true>(args, ctas, stream);
+  }
+  return launch_small_chunk_ordered<kRowWarps, kProducers, false>(args, ctas, stream);
 }
 #endif
 

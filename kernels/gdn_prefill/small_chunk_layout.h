@@ -28,6 +28,7 @@
 #include <cstdint>
 
 #include "gdn_prefill.cuh"
+#include "sequence_order.cuh"
 
 namespace khk::gdn_prefill {
 
@@ -94,7 +95,13 @@ struct SmallSmem {
   SmallTiles tiles[kSmallTileStages];
   SmallProducts products[2];
   SmallOperands operands[2];
-  SmallSolveScratch scratch;
+  union {
+    SmallSolveScratch scratch;
+    // Before the walk, the ranking of the sequences (sequence_order.cuh); the solve role first
+    // writes `scratch` in iteration kSmallLoadLead + 1, after every thread has passed the
+    // iteration barriers since the ranking.
+    int64_t order[kRankScratchInt64];
+  };
 };
 
 }  // namespace khk::gdn_prefill

@@ -111,7 +111,7 @@ __global__ void KHK_CLUSTER_DIMS(kScanCluster) __launch_bounds__(kScanThreadsPer
     return (row0 + m0 + g + 8 * half) * kHeadSize + col0 + n0(j) + 2 * c;
   };
   float2 b[kScanWarpNTiles][2];
-  {
+  if (split == 0) {  // only the first key share's warps finish E_{g+1}
     const float* b1 = space.exit(head, 1);
 #pragma unroll
     for (int j = 0; j < kScanWarpNTiles; ++j)
@@ -127,26 +127,22 @@ __global__ void KHK_CLUSTER_DIMS(kScanCluster) __launch_bounds__(kScanThreadsPer
     const float(&a)[kHeadSize][kScanAStride] = s.a[step % kScanStages];
     const float(&e)[kScanRowsPerCta][kScanEStride] = s.e[step & 1];
     // Six accumulators per tile (the three products, even and odd key steps): independent
-    // chains, so the MMAs' latencies overlap instead of adding up along the keys. The tf32 hi
-    // parts by truncation, the lo parts as fp32 bits (the MMA reads their top 19).
+    // chains, so the MMAs' latencies overlap instead of adding up along the keys. The tf32
+    // pairs split by truncation (mma_tiles.cuh).
     float acc[kScanWarpNTiles][6][4] = {};
-    const auto split_tf32_cut = [](float x, uint32_t& hi, uint32_t& lo) {
-      hi = __float_as_uint(x) & 0xffffe000u;
-      lo = __float_as_uint(x - __uint_as_float(hi));
-    };
 #pragma unroll
     for (int step8 = 0; step8 < kScanKeys / 8; ++step8) {
       const int k = key0 + 8 * step8, p = step8 % 2;
       uint32_t ehi[4], elo[4];
-      split_tf32_cut(e[m0 + g][k + c], ehi[0], elo[0]);
-      split_tf32_cut(e[m0 + g + 8][k + c], ehi[1], elo[1]);
-      split_tf32_cut(e[m0 + g][k + c + 4], ehi[2], elo[2]);
-      split_tf32_cut(e[m0 + g + 8][k + c + 4], ehi[3], elo[3]);
+      split_tf32_truncated(e[m0 + g][k + c], ehi[0], elo[0]);
+      split_tf32_truncated(e[m0 + g + 8][k + c], ehi[1], elo[1]);
+      split_tf32_truncated(e[m0 + g][k + c + 4], ehi[2], elo[2]);
+      split_tf32_truncated(e[m0 + g + 8][k + c + 4], ehi[3], elo[3]);
 #pragma unroll
       for (int j = 0; j < kScanWarpNTiles; ++j) {
         uint32_t bhi0, blo0, bhi1, blo1;
-        split_tf32_cut(a[k + c][n0(j) + g], bhi0, blo0);
-        split_tf32_cut(a[k + c + 4][n0(j) + g], bhi1, blo1);
+        split_tf32_truncated(a[k + c][n0(j) + g], bhi0, blo0);
+        split_tf32_truncated(a[k + c + 4][n0(j) + g], bhi1, blo1);
         mma_tf32(acc[j][3 * p], elo, bhi0, bhi1);
         mma_tf32(acc[j][3 * p + 1], ehi, blo0, blo1);
         mma_tf32(acc[j][3 * p + 2], ehi, bhi0, bhi1);
@@ -166,37 +162,36 @@ __global__ void KHK_CLUSTER_DIMS(kScanCluster) __launch_bounds__(kScanThreadsPer
               make_float4(acc[j][0][0], acc[j][0][1], acc[j][0][2], acc[j][0][3]);
       }
       __syncthreads();
-      if (split > 0) {  // E_{g+1} is the first share's warps' to finish
-        if (step + 1 == steps) break;
-        copy_wait<kScanStages - 2>();
-        cluster_sync();
-        continue;
+      if (split == 0) {
+#pragma unroll
+        for (int j = 0; j < kScanWarpNTiles; ++j)
+#pragma unroll
+          for (int from = 0; from + 1 < kScanKSplit; ++from) {
+            const float4 q = s.partial[from][tile_warp][j][lane];
+            acc[j][0][0] += q.x, acc[j][0][1] += q.y, acc[j][0][2] += q.z, acc[j][0][3] += q.w;
+          }
       }
+    }
+    // E_{g+1} for g = step + 1, over B_g, or the last into new_state: the first key share's
+    // warps' to finish.
+    const bool more = step + 1 < steps;
+    if (split == 0) {
+      float* out = more ? space.exit(head, step + 1) : new_state + head * kStateFloats;
+      const float* next_b = more ? space.exit(head, step + 2) : nullptr;
 #pragma unroll
       for (int j = 0; j < kScanWarpNTiles; ++j)
 #pragma unroll
-        for (int from = 0; from + 1 < kScanKSplit; ++from) {
-          const float4 q = s.partial[from][tile_warp][j][lane];
-          acc[j][0][0] += q.x, acc[j][0][1] += q.y, acc[j][0][2] += q.z, acc[j][0][3] += q.w;
+        for (int half = 0; half < 2; ++half) {
+          const float2 x = make_float2(acc[j][0][2 * half] + b[j][half].x,
+                                       acc[j][0][2 * half + 1] + b[j][half].y);
+          *reinterpret_cast<float2*>(out + at(j, half)) = x;
+          if (more) {
+            float* to = &s.e[(step + 1) & 1][m0 + g + 8 * half][col0 + n0(j) + 2 * c];
+            for (int cta = 0; cta < kScanCluster; ++cta) store_to_cluster(to, cta, x);
+            b[j][half] = *reinterpret_cast<const float2*>(next_b + at(j, half));
+          }
         }
     }
-    // E_{g+1} for g = step + 1, over B_g, or the last into new_state.
-    const bool more = step + 1 < steps;
-    float* out = more ? space.exit(head, step + 1) : new_state + head * kStateFloats;
-    const float* next_b = more ? space.exit(head, step + 2) : nullptr;
-#pragma unroll
-    for (int j = 0; j < kScanWarpNTiles; ++j)
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const float2 x = make_float2(acc[j][0][2 * half] + b[j][half].x,
-                                     acc[j][0][2 * half + 1] + b[j][half].y);
-        *reinterpret_cast<float2*>(out + at(j, half)) = x;
-        if (more) {
-          float* to = &s.e[(step + 1) & 1][m0 + g + 8 * half][col0 + n0(j) + 2 * c];
-          for (int cta = 0; cta < kScanCluster; ++cta) store_to_cluster(to, cta, x);
-          b[j][half] = *reinterpret_cast<const float2*>(next_b + at(j, half));
-        }
-      }
     if (!more) break;  // no CTA stores into another's shared memory after this
     copy_wait<kScanStages - 2>();  // map step + 1 (this thread's pieces)
     cluster_sync();  // E_{g+1} whole in every CTA, map step + 1 landed, E_g and map step read

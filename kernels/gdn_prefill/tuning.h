@@ -11,7 +11,8 @@
     !defined(SMALL_CP_MAX_GROUPS) || !defined(SMALL_CP_CTAS) || !defined(SMALL_CP_GROUP_TOKENS) || \
     !defined(SMALL_CP_MIN_GROUPS) || !defined(SMALL_FOUR_PRODUCER_CTAS) || \
     !defined(SMALL_CP_LONG_GROUP_TOKENS) || !defined(SMALL_CP_LONG_MIN_GROUPS) || \
-    !defined(SMALL_CHUNK_MIN_AVG_TOKENS) || !defined(SMALL_CP_OVERLAP_MIN_SEQS)
+    !defined(SMALL_CHUNK_MIN_AVG_TOKENS) || !defined(SMALL_CP_OVERLAP_MIN_SEQS) || \
+    !defined(SMALL_RANK_MIN_CTAS)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
 
@@ -151,9 +152,18 @@ constexpr int kChainKSplit = CHAIN_KSPLIT;
 constexpr bool kSplitCp = SPLIT_CP != 0;
 constexpr int kSplitCpSlabs = 2;  // 64-column slabs: the fewest CTAs per group the chain allows
 
-// Up to this many sequences the chunked route orders its CTAs longest sequence first (each CTA
-// ranks the lengths itself, O(N^2 / threads) in its prologue); beyond it, index order.
+// Up to this many sequences the chunked and small-chunk routes hand the sequences to their CTAs
+// longest first (sequence_order.cuh: each CTA ranks the lengths itself, O(N^2 / threads) in its
+// prologue); beyond it, index order.
 constexpr int kRankMaxSeqs = 128;
+// The small-chunk route's wide CTAs (one per SM) rank the sequences (above) from this many CTAs:
+// with fewer, every CTA of the call is resident at once (132 SMs on an H200), the order changes
+// nothing, and the ranking's two barriers would only delay the walks' start. Beyond one wave, the
+// sequences' lengths (up to 8x apart in the official mix) set how long the last wave runs: 8192
+// tokens over 20-57 sequences +26 % on one H200 (kh promote's representative gate). Narrow CTAs
+// share SMs, so their order also decides which chains share one; ranked, they measured +7.5 % at
+// 4124 x 15 (480 CTAs) and -1.3 % at 1024-4095 tokens x 4-15 sequences, so they keep index order.
+constexpr long long kSmallRankMinCtas = SMALL_RANK_MIN_CTAS;
 
 static_assert(kMinCtas >= 1, "MIN_CTAS: at least 1");
 static_assert(kSmallChunkMinTokens >= 0, "SMALL_CHUNK_MIN_TOKENS: 0 or more");
@@ -161,6 +171,7 @@ static_assert(kSmallChunkMinAvgTokens >= 0, "SMALL_CHUNK_MIN_AVG_TOKENS: 0 or mo
 static_assert(kSmallChunkWideItems >= 1, "SMALL_CHUNK_WIDE_ITEMS: 1 or more");
 static_assert(kSmallCpMaxGroups >= 0, "SMALL_CP_MAX_GROUPS: 0 or more");
 static_assert(kSmallFourProducerCtas >= 0, "SMALL_FOUR_PRODUCER_CTAS: 0 or more");
+static_assert(kSmallRankMinCtas >= 0, "SMALL_RANK_MIN_CTAS: 0 or more");
 static_assert(kSmallCpMinGroups >= 2, "SMALL_CP_MIN_GROUPS: 2 or more");
 static_assert(kSmallCpOverlapMinSeqs >= 1, "SMALL_CP_OVERLAP_MIN_SEQS: 1 or more");
 static_assert(kSmallCpLongGroupTokens >= 0, "SMALL_CP_LONG_GROUP_TOKENS: 0 or more");
