@@ -1,5 +1,5 @@
 // libkhk's GDN prefill used the way a serving engine uses it (label `gpu`; skipped without a
-// device), on the shapes its context-parallel route takes: the entry and its workspace query are
+// device), on the shapes its context-parallel route takes and on many sequences: the entry and its workspace query are
 // looked up with dlopen and called on kh's device buffers, on a stream of this process's CUDA
 // runtime, and judged by kh's GPU reference:
 //   - captured once into a CUDA graph (with the workspace it asked for: the groups' maps, partials
@@ -43,11 +43,28 @@ TEST_P(LibkhkPrefill, GraphCapturedOnceIsRightForNewInputs) {
 
 TEST_P(LibkhkPrefill, WithoutWorkspaceIsRight) { expect_right_without_workspace(); }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, LibkhkPrefill, ::testing::ValuesIn(kShapes),
-                         [](const auto& info) {
-                           return "tokens_" + std::to_string(info.param.tokens) + "_seqs_" +
-                                  std::to_string(info.param.sequences);
-                         });
+std::string shape_name(const ::testing::TestParamInfo<Shape>& info) {
+  return "tokens_" + std::to_string(info.param.tokens) + "_seqs_" +
+         std::to_string(info.param.sequences);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, LibkhkPrefill, ::testing::ValuesIn(kShapes), shape_name);
+
+// Shapes from tests/data/extra_shapes on the small-chunk route's wide CTAs, more of them than the
+// SMs: 8192 x 64 and 20000 x 60 take the sequences longest first (each CTA ranks the lengths it
+// reads from cu_seqlens on the device), 1000 x 200 has more sequences than the ranking takes and
+// keeps index order. Each replay draws other lengths, so a ranking kept from the captured call
+// (on the host, or cached) would walk the wrong sequences.
+constexpr Shape kManySequenceShapes[] = {{8192, 64}, {20000, 60}, {1000, 200}};
+
+class LibkhkPrefillManySequences : public LibkhkPrefill {};
+
+TEST_P(LibkhkPrefillManySequences, GraphCapturedOnceIsRightForNewLengths) {
+  expect_graph_replays_match_with_workspace("cu_seqlens");
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, LibkhkPrefillManySequences,
+                         ::testing::ValuesIn(kManySequenceShapes), shape_name);
 
 }  // namespace
 }  // namespace kh
