@@ -1,7 +1,7 @@
 // libkhk's GDN prefill used the way a serving engine uses it (label `gpu`; skipped without a
-// device), on the shapes its context-parallel route takes and on many sequences: the entry and its workspace query are
-// looked up with dlopen and called on kh's device buffers, on a stream of this process's CUDA
-// runtime, and judged by kh's GPU reference:
+// device), on the shapes its context-parallel route takes and on many sequences: the entry and
+// its workspace query are looked up with dlopen and called on kh's device buffers, on a stream of
+// this process's CUDA runtime, and judged by kh's GPU reference:
 //   - captured once into a CUDA graph (with the workspace it asked for: the groups' maps, partials
 //     and ready counters), then replayed on inputs of other generator seeds written to the same
 //     addresses: every replay must match the reference for its own inputs. The route's scan runs
