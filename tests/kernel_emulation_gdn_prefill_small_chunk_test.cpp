@@ -118,7 +118,8 @@ TEST(SmallChunkPrefill, LongestFirstOrderWalksEverySequenceOnce) {
   for (const char* variant : {"", "zero_length"}) {
     SCOPED_TRACE(std::string("variant ") + variant);
     const Call c = draw_prefill_call(prefill_workload("ranked", 181, 7), variant, 13);
-    const OutputSet ranked = run_small_chunk(c, CtaEmulator::Order::descending, true);
+    // Narrow CTAs of two producers, the ones the launch ranks (past the resident capacity).
+    const OutputSet ranked = run_small_chunk<2, 2>(c, CtaEmulator::Order::descending, true);
     const CheckResult r =
         check_outputs(c.def, c.inputs, c.reference, ranked, official_options(c.def, false));
     EXPECT_TRUE(r.passed()) << r.message;

@@ -5,7 +5,8 @@
 //     small-chunk route, in context-parallel groups
 //     where few sequences leave SMs idle and the workspace holds the groups' matrices and
 //     per-token partials (small_cp_groups), else 8 chain warps per CTA from
-//     kSmallChunkWideItems (sequence, head) pairs, or 2; four producer warps per CTA but where
+//     kSmallChunkWideItems (sequence, head) pairs (from kSmallPersistentMinItems a fixed grid of
+//     persistent CTAs), or 2; four producer warps per CTA but where
 //     narrow CTAs would crowd the SMs (kSmallFourProducerCtas), there two;
 //   - at most kSerialMaxTokens tokens: the token-serial route;
 //   - with the workspace for the chunk records and at most kSplitMaxChains (sequence, head)
@@ -22,6 +23,7 @@
 #include "route_context_parallel.cuh"
 #include "route_small_chunk.cuh"
 #include "route_small_chunk_cp.cuh"
+#include "route_small_chunk_persistent.cuh"
 #include "route_split.cuh"
 #include "route_token_serial.cuh"
 
@@ -122,8 +124,13 @@ cudaError_t dispatch(const PrefillArgs& args, void* workspace, uint64_t workspac
     return launch_small_chunk_cp<8, 4>(args, static_cast<float*>(workspace), small_groups,
                                        stream);
   if (takes_small_chunk(args.total_tokens, args.num_seqs) && gate_pairs_aligned) {
-    if (args.num_seqs * kVHeads >= kSmallChunkWideItems)
+    if (args.num_seqs * kVHeads >= kSmallChunkWideItems) {
+      if (kSmallPersistentCtas > 0 && args.num_seqs <= kRankMaxSeqs &&
+          args.num_seqs * kVHeads >= kSmallPersistentMinItems)
+        return launch_small_chunk_persistent<4>(args, static_cast<int>(kSmallPersistentCtas),
+                                                stream);
       return launch_small_chunk<8, 4>(args, stream);
+    }
     const int64_t narrow_ctas = args.num_seqs * kVHeads * SmallRoles<2>::kTilesPerHead;
     return narrow_ctas <= kSmallFourProducerCtas ? launch_small_chunk<2, 4>(args, stream)
                                                  : launch_small_chunk<2, 2>(args, stream);

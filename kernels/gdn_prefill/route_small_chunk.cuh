@@ -226,10 +226,14 @@ template <int kRowWarps, int kProducers>
 cudaError_t launch_small_chunk(const PrefillArgs& args, cudaStream_t stream) {
   const int64_t ctas = args.num_seqs * kVHeads * SmallRoles<kRowWarps, kProducers>::kTilesPerHead;
   if (ctas > 0x7fffffff) return cudaErrorInvalidConfiguration;
-  // Only the wide CTAs (one per SM) take the sequences longest first: narrow ones share SMs, so
-  // there the order also decides which chains share an SM (tuning.h, SMALL_RANK_MIN_CTAS).
+  // The wide CTAs (one per SM) take the sequences longest first from kSmallRankMinCtas CTAs; the
+  // narrow ones, which share SMs, only past kSmallRankNarrowMinCtas, more than fit at once: below,
+  // the order would also decide which chains share an SM (tuning.h).
   if constexpr (kRowWarps == 8) {
     if (args.num_seqs > 1 && ctas >= kSmallRankMinCtas)
+      return launch_small_chunk_ordered<kRowWarps, kProducers, true>(args, ctas, stream);
+  } else if constexpr (kProducers == 2) {  // four producers: at most kSmallFourProducerCtas
+    if (args.num_seqs > 1 && ctas >= kSmallRankNarrowMinCtas)
       return launch_small_chunk_ordered<kRowWarps, kProducers, true>(args, ctas, stream);
   }
   return launch_small_chunk_ordered<kRowWarps, kProducers, false>(args, ctas, stream);

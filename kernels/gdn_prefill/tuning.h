@@ -12,7 +12,8 @@
     !defined(SMALL_CP_MIN_GROUPS) || !defined(SMALL_FOUR_PRODUCER_CTAS) || \
     !defined(SMALL_CP_LONG_GROUP_TOKENS) || !defined(SMALL_CP_LONG_MIN_GROUPS) || \
     !defined(SMALL_CHUNK_MIN_AVG_TOKENS) || !defined(SMALL_CP_OVERLAP_MIN_SEQS) || \
-    !defined(SMALL_RANK_MIN_CTAS)
+    !defined(SMALL_RANK_MIN_CTAS) || !defined(SMALL_PERSISTENT_CTAS) || \
+    !defined(SMALL_PERSISTENT_MIN_ITEMS) || !defined(SMALL_RANK_NARROW_MIN_CTAS)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
 
@@ -160,10 +161,28 @@ constexpr int kRankMaxSeqs = 128;
 // with fewer, every CTA of the call is resident at once (132 SMs on an H200), the order changes
 // nothing, and the ranking's two barriers would only delay the walks' start. Beyond one wave, the
 // sequences' lengths (up to 8x apart in the official mix) set how long the last wave runs: 8192
-// tokens over 20-57 sequences +26 % on one H200 (kh promote's representative gate). Narrow CTAs
-// share SMs, so their order also decides which chains share one; ranked, they measured +7.5 % at
-// 4124 x 15 (480 CTAs) and -1.3 % at 1024-4095 tokens x 4-15 sequences, so they keep index order.
+// tokens over 20-57 sequences +16.3 % on one H200 (kh promote's full gate).
 constexpr long long kSmallRankMinCtas = SMALL_RANK_MIN_CTAS;
+// Narrow CTAs (two producers) rank them only from this many CTAs: they share SMs (three per SM on
+// an H200, 396 at once), so while all fit at once the order also decides which chains share an
+// SM, and ranked from 133 CTAs they measured -1.3 % at 1024-4095 tokens x 4-15 sequences. Past the
+// resident capacity the late CTAs start in waves as wide ones do: 4124 x 15 (480 CTAs) +9 %, but
+// 3999 x 13 (416, a few CTAs past it) -1.5 % (one H200; bench/results/2026-12-04_gdn_prefill_
+// persistent_narrow_rank_h200.json), so from 448, an eighth past the capacity. Narrow CTAs with
+// four producers never rank (at most kSmallFourProducerCtas of them, which fit at once).
+constexpr long long kSmallRankNarrowMinCtas = SMALL_RANK_NARROW_MIN_CTAS;
+// Calls of wide CTAs with at least kSmallPersistentMinItems (sequence, head) items (and at most
+// kRankMaxSeqs sequences) run kSmallPersistentCtas persistent CTAs instead
+// (route_small_chunk_persistent.cuh), each walking its share of the items as one stream of
+// chunks, so that the pipeline fills once per CTA instead of once per item; 0 CTAs: never. From
+// 133 items, kh promote's full gate on one H200 (8192 tokens) measured 8192 x 56 and 57 8-10 %
+// faster, 37-48 sequences 0-5 % faster, 20-32 sequences up to 9 % slower (the snake's static
+// deal loses to the hardware's dynamic one when each CTA gets one or two items): +1.3 % at 8192
+// tokens, archived. From 330 items (about 2.5 items per CTA, 42 or more sequences): 8192 x 56 and
+// 57 8-11 % faster, x 48 3 %, x 43 -2 to +4 % (one interleaved sweep; from 396 items only x 56
+// and 57 change).
+constexpr long long kSmallPersistentCtas = SMALL_PERSISTENT_CTAS;
+constexpr long long kSmallPersistentMinItems = SMALL_PERSISTENT_MIN_ITEMS;
 
 static_assert(kMinCtas >= 1, "MIN_CTAS: at least 1");
 static_assert(kSmallChunkMinTokens >= 0, "SMALL_CHUNK_MIN_TOKENS: 0 or more");
@@ -172,6 +191,11 @@ static_assert(kSmallChunkWideItems >= 1, "SMALL_CHUNK_WIDE_ITEMS: 1 or more");
 static_assert(kSmallCpMaxGroups >= 0, "SMALL_CP_MAX_GROUPS: 0 or more");
 static_assert(kSmallFourProducerCtas >= 0, "SMALL_FOUR_PRODUCER_CTAS: 0 or more");
 static_assert(kSmallRankMinCtas >= 0, "SMALL_RANK_MIN_CTAS: 0 or more");
+static_assert(kSmallRankNarrowMinCtas >= 0, "SMALL_RANK_NARROW_MIN_CTAS: 0 or more");
+static_assert(kSmallPersistentCtas >= 0 && kSmallPersistentCtas < (1 << 30),
+              "SMALL_PERSISTENT_CTAS: 0 or more");
+static_assert(kSmallPersistentMinItems > kSmallPersistentCtas || kSmallPersistentCtas == 0,
+              "SMALL_PERSISTENT_MIN_ITEMS: more items than persistent CTAs");
 static_assert(kSmallCpMinGroups >= 2, "SMALL_CP_MIN_GROUPS: 2 or more");
 static_assert(kSmallCpOverlapMinSeqs >= 1, "SMALL_CP_OVERLAP_MIN_SEQS: 1 or more");
 static_assert(kSmallCpLongGroupTokens >= 0, "SMALL_CP_LONG_GROUP_TOKENS: 0 or more");
