@@ -131,8 +131,8 @@ TEST(SmallChunkPrefill, LongestFirstOrderWalksEverySequenceOnce) {
       EXPECT_TRUE(plain[i].tensor.bytes_equal(wide[i].tensor)) << plain[i].name << " wide";
   }
   const Call outside = test::draw_prefill_call_with_outside_tokens(14);
-  const CheckResult r = check_outputs(outside.def, outside.inputs, outside.reference,
-                                      run_small_chunk(outside, CtaEmulator::Order::ascending, true),
+  const OutputSet ranked = run_small_chunk<2, 2>(outside, CtaEmulator::Order::ascending, true);
+  const CheckResult r = check_outputs(outside.def, outside.inputs, outside.reference, ranked,
                                       official_options(outside.def, false));
   EXPECT_TRUE(r.passed()) << r.message;
 }
