@@ -5,7 +5,7 @@
 // split never writes O); one token has no split with rows (output 0, LSE -inf); the outputs are
 // poisoned before each run; both fiber orders must agree bit for bit (a value read across lanes
 // without an exchange would differ). Built once per knob configuration tests/CMakeLists.txt
-// lists (MAX_SPLITS decides how many splits each lane weighs).
+// lists (MAX_SPLITS decides how many splits each lane weighs: 16, 64 and 256).
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -26,6 +26,8 @@ using test::CtaEmulator;
 
 constexpr std::int64_t kEmptyToken = 1;  // every split of this token is empty
 constexpr double kEmptyShare = 0.25;     // of the other tokens' splits
+constexpr double kFaintShare = 0.1;      // of the splits with rows: a max so low that 2^(m - M)
+constexpr float kFaintMax = -200.0f;     // underflows to 0 in fp32 (the merge skips them)
 
 struct Partials {
   std::int64_t tokens = 0;
@@ -46,8 +48,9 @@ Partials draw_partials(std::int64_t tokens, int splits, std::uint32_t seed) {
     const std::int64_t token = static_cast<std::int64_t>(r) / (splits * dsa::kHeads);
     const bool empty = token == kEmptyToken || unit(rng) < kEmptyShare;
     // An empty split's (m, l) is (-inf, 0) on the device; a stray m must not matter either.
+    const float m = unit(rng) < kFaintShare ? kFaintMax : max_logit(rng);
     p.ml[r] = empty ? make_float2(unit(rng) < 0.5f ? -INFINITY : 1e3f, 0.0f)
-                    : make_float2(max_logit(rng), sum(rng));
+                    : make_float2(m, sum(rng));
     for (int c = 0; c < dsa::kCkvDim; ++c)
       p.o[r * dsa::kCkvDim + c] =
           empty ? std::numeric_limits<float>::quiet_NaN() : value(rng) * p.ml[r].y;
@@ -141,11 +144,11 @@ void expect_same_bits(const Merged& a, const Merged& b) {
   EXPECT_EQ(std::memcmp(a.lse.data(), b.lse.data(), a.lse.size() * 4), 0);
 }
 
-/// Split counts up to the build's MAX_SPLITS: one, a few, a partial and a whole O batch, and
-/// more than one lane's worth where MAX_SPLITS allows.
+/// Split counts up to the build's MAX_SPLITS: one, a few, a partial and a whole O batch, a
+/// second batch, and more than one lane's worth (two, five, eight) where MAX_SPLITS allows.
 std::vector<int> split_counts() {
   std::vector<int> counts;
-  for (int s : {1, 2, 5, dsa::kMergeBatch, dsa::kMergeBatch + 3, 33, dsa::kMaxSplits})
+  for (int s : {1, 2, 5, dsa::kMergeBatch, dsa::kMergeBatch + 3, 33, 132, dsa::kMaxSplits})
     if (s <= dsa::kMaxSplits && (counts.empty() || counts.back() < s)) counts.push_back(s);
   return counts;
 }

@@ -15,8 +15,6 @@
 namespace khk::dsa_attention {
 namespace {
 
-static_assert(kMaxSplits <= kMergeMaxSplits, "MAX_SPLITS above what the merge stages");
-
 constexpr int kMaxDevices = 64;
 constexpr uint64_t kPartialBytesPerSplit = uint64_t{kHeads} * (kCkvDim * sizeof(float) + sizeof(float2));
 

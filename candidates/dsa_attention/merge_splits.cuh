@@ -1,7 +1,8 @@
 // The merge of the split route: per (token, head), the splits' partial results combine into the
 // output and the base-2 LSE:
 //   M = max m_s,  L = sum_s 2^(m_s - M) l_s,  output = sum_s 2^(m_s - M) O_s / L,  lse = M + log2 L
-// in split order (the same bits on every call); a split with no row (l = 0) weighs 0, and a token
+// with O summed in split order and L in a fixed order (the same bits on every call); a split with
+// no row (l = 0) weighs 0, and a token
 // with no row at all gets output 0 and LSE -inf.
 //
 // Two places run it:
@@ -37,11 +38,10 @@ namespace khk::dsa_attention {
 
 constexpr int kMergeThreads = 64;                           // 4 columns each
 constexpr int kMergeCtasPerHead = kCkvDim / (4 * kMergeThreads);
-constexpr int kMergeMaxSplits = 256;
 constexpr int kMergeBatch = 16;                             // O loads in flight per thread
-constexpr int kQuadsPerHead = kCkvDim / 4;                  // a merge item: 4 columns of a head
 // Splits a lane weighs: a token has at most kMaxSplits (dispatch.cu).
 constexpr int kSplitsPerLane = (kMaxSplits + 31) / 32;
+static_assert(32 % kMergeBatch == 0, "an O batch lies within one lane's share of the splits");
 
 /// A read through L2 only (the host build of the tests' CTA emulator: a plain read).
 template <class T>
@@ -58,7 +58,7 @@ __device__ __forceinline__ int64_t split_index(int64_t token, int splits, int sp
 }
 
 // One (token, head)'s merge weights, in every lane of a warp: split s's weight 2^(m_s - M) (0 for
-// an empty split) lives in lane s % 32.
+// an empty split or one past the last) lives in lane s % 32, as w[s / 32].
 struct SplitWeights {
   float w[kSplitsPerLane];
   float M = -INFINITY, L = 0.0f;
@@ -87,12 +87,9 @@ struct SplitWeights {
     for (int x = 1; x < 32; x *= 2) L += __shfl_xor_sync(~0u, L, x);
   }
 
-  /// Split s's weight (s warp-uniform).
-  __device__ __forceinline__ float weight(int s) const {
-    float v = w[0];
-#pragma unroll
-    for (int k = 1; k < kSplitsPerLane; ++k) v = s / 32 == k ? w[k] : v;
-    return __shfl_sync(~0u, v, s % 32);
+  /// Split 32 k + lane's weight; k a compile-time index (a run-time one puts w in local memory).
+  __device__ __forceinline__ float weight(int k, int lane) const {
+    return __shfl_sync(~0u, w[k], lane);
   }
 
   __device__ __forceinline__ float lse() const { return L > 0.0f ? M + log2f(L) : -INFINITY; }
@@ -114,22 +111,27 @@ struct QuadMerge {
     }
   }
 
-  // Writes the quad, the splits weighed by `weights`.
+  // Writes the quad, the splits weighed by `weights` (a split past the last weighs 0).
   __device__ __forceinline__ void finish(const AttentionArgs& args, const SplitPartials& p,
                                          int splits, int64_t token, int head, int col,
                                          const SplitWeights& weights) {
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    for (int first = 0; first < splits; first += kMergeBatch) {
-      if (first > 0) load(p, splits, token, head, col, first);
 #pragma unroll
-      for (int b = 0; b < kMergeBatch; ++b) {
-        const float w = first + b < splits ? weights.weight(first + b) : 0.0f;
-        acc.x += w > 0.0f ? w * v[b].x : 0.0f;
-        acc.y += w > 0.0f ? w * v[b].y : 0.0f;
-        acc.z += w > 0.0f ? w * v[b].z : 0.0f;
-        acc.w += w > 0.0f ? w * v[b].w : 0.0f;
+    for (int k = 0; k < kSplitsPerLane; ++k)
+#pragma unroll
+      for (int half = 0; half < 32 / kMergeBatch; ++half) {
+        const int first = 32 * k + kMergeBatch * half;
+        if (first >= splits) continue;  // the same for the whole warp
+        if (first > 0) load(p, splits, token, head, col, first);
+#pragma unroll
+        for (int b = 0; b < kMergeBatch; ++b) {
+          const float w = weights.weight(k, kMergeBatch * half + b);
+          acc.x += w > 0.0f ? w * v[b].x : 0.0f;
+          acc.y += w > 0.0f ? w * v[b].y : 0.0f;
+          acc.z += w > 0.0f ? w * v[b].z : 0.0f;
+          acc.w += w > 0.0f ? w * v[b].w : 0.0f;
+        }
       }
-    }
     const float inv = weights.L > 0.0f ? 1.0f / weights.L : 0.0f;
     uint2 packed;
     packed.x = pack_bf16x2(acc.x * inv, acc.y * inv);

@@ -23,7 +23,7 @@ constexpr bool kTmaGather = TMA_GATHER;
 // the split kernel instead of following it.
 constexpr bool kMergePdl = MERGE_PDL;
 
-// Up to FUSED_TOKENS tokens the call is one cooperative launch (merge_token_in_grid behind a
+// Up to FUSED_TOKENS tokens the call is one cooperative launch (merge_heads_in_grid behind a
 // grid barrier) instead of a split kernel and a merge kernel: under the official timer's CUPTI
 // tracing the host submits the second launch several us after the first, and a short split
 // kernel (one token) has finished by then, so the GPU waits (2.9 us of a 10.4 us call on one
