@@ -115,9 +115,13 @@ void expect_matches_fp64_merge(const Partials& p, const Merged& m) {
       double M = -INFINITY;
       for (int s = 0; s < p.splits; ++s)
         if (p.ml[row(s)].y > 0) M = std::max(M, static_cast<double>(p.ml[row(s)].x));
+      std::vector<double> weight(p.splits, 0.0);  // 2^(m_s - M), 0 for an empty split
       double L = 0.0;
       for (int s = 0; s < p.splits; ++s)
-        if (p.ml[row(s)].y > 0) L += std::exp2(p.ml[row(s)].x - M) * p.ml[row(s)].y;
+        if (p.ml[row(s)].y > 0) {
+          weight[s] = std::exp2(p.ml[row(s)].x - M);
+          L += weight[s] * p.ml[row(s)].y;
+        }
       const double lse = L > 0 ? M + std::log2(L) : -INFINITY;
       const float got_lse = m.lse[token * dsa::kHeads + head];
       const bool lse_ok = L > 0 ? std::fabs(got_lse - lse) <= 1e-5 * std::max(1.0, std::fabs(lse))
@@ -126,8 +130,7 @@ void expect_matches_fp64_merge(const Partials& p, const Merged& m) {
       for (int c = 0; c < dsa::kCkvDim; ++c) {
         double acc = 0.0;
         for (int s = 0; s < p.splits; ++s)
-          if (p.ml[row(s)].y > 0)
-            acc += std::exp2(p.ml[row(s)].x - M) * p.o[row(s) * dsa::kCkvDim + c];
+          if (weight[s] > 0) acc += weight[s] * p.o[row(s) * dsa::kCkvDim + c];
         const double want = L > 0 ? acc / L : 0.0;
         const double got =
             __bfloat162float(m.output[(token * dsa::kHeads + head) * dsa::kCkvDim + c]);
@@ -140,8 +143,9 @@ void expect_matches_fp64_merge(const Partials& p, const Merged& m) {
 }
 
 void expect_same_bits(const Merged& a, const Merged& b) {
-  EXPECT_EQ(std::memcmp(a.output.data(), b.output.data(), a.output.size() * 2), 0);
-  EXPECT_EQ(std::memcmp(a.lse.data(), b.lse.data(), a.lse.size() * 4), 0);
+  EXPECT_EQ(std::memcmp(a.output.data(), b.output.data(), a.output.size() * sizeof(a.output[0])),
+            0);
+  EXPECT_EQ(std::memcmp(a.lse.data(), b.lse.data(), a.lse.size() * sizeof(a.lse[0])), 0);
 }
 
 /// Split counts up to the build's MAX_SPLITS: one, a few, a partial and a whole O batch, a
