@@ -49,6 +49,10 @@ void EmulatedCta::sync() { emulator_->wait(thread_, CtaEmulator::Wait::cta); }
 
 void EmulatedCta::sync_warp() { emulator_->wait(thread_, CtaEmulator::Wait::warp); }
 
+void EmulatedCta::yield() { emulator_->wait(thread_, CtaEmulator::Wait::spin); }
+
+void EmulatedCta::progress() { ++emulator_->events_; }
+
 float EmulatedCta::shfl_xor(float x, int lane_mask) {
   if (lane_mask < 0 || lane_mask >= kWarpSize)
     throw Error(fmt::format("shfl_xor: lane mask {} outside the warp", lane_mask));
@@ -100,12 +104,18 @@ void CtaEmulator::wait(int thread, Wait kind) {
   swapcontext(&f.context, &fibers_->scheduler);
 }
 
-// Runs warp `w` as far as it goes before the CTA barrier: its runnable lanes in order, then
-// again each time all 32 wait at a warp barrier (with the same count), until every lane waits at
-// the CTA barrier or has exited. Lanes split between kinds of barrier, or between counts, are an
-// error; so is a warp barrier some lanes exited before.
+// Runs warp `w` as far as it goes before the CTA barrier: its runnable lanes in order (a lane
+// that yielded gets one more look at its condition), then again each time all 32 wait at a warp
+// barrier (with the same count), until every lane waits at the CTA barrier, has yielded, or has
+// exited. Lanes split between the CTA barrier and a warp barrier, or between counts, are an error;
+// so is a warp barrier some lanes exited before. Lanes at a warp barrier while others of the warp
+// have yielded wait for them (the next round).
 void CtaEmulator::run_warp(int w) {
   Fibers& fs = *fibers_;
+  for (int l = 0; l < kWarpSize; ++l) {
+    auto& f = fs.fiber[static_cast<std::size_t>(w * kWarpSize + l)];
+    if (f.waiting == Wait::spin) f.waiting = Wait::none;
+  }
   for (;;) {
     for (int i = 0; i < kWarpSize && !fs.error; ++i) {
       const int t = w * kWarpSize + (order_ == Order::ascending ? i : kWarpSize - 1 - i);
@@ -115,14 +125,16 @@ void CtaEmulator::run_warp(int w) {
       t_current = &f.cta;
       swapcontext(&fs.scheduler, &f.context);
       t_current = nullptr;
+      if (f.done) ++events_;
     }
     if (fs.error) return;
-    int at_warp = 0, live = 0;
+    int at_warp = 0, at_cta = 0, live = 0;
     std::int64_t count = -1;
     for (int l = 0; l < kWarpSize; ++l) {
       const auto& f = fs.fiber[static_cast<std::size_t>(w * kWarpSize + l)];
       if (f.done) continue;
       ++live;
+      at_cta += f.waiting == Wait::cta;
       if (f.waiting != Wait::warp) continue;
       ++at_warp;
       if (count >= 0 && f.warp_barriers != count)
@@ -130,11 +142,12 @@ void CtaEmulator::run_warp(int w) {
                                 f.warp_barriers));
       count = f.warp_barriers;
     }
-    if (at_warp == 0) return;  // at the CTA barrier, or done
-    if (at_warp != live)
-      throw Error(fmt::format("warp {}: {} of its {} live lanes wait at a warp barrier, the "
-                              "others at the CTA barrier",
-                              w, at_warp, live));
+    if (at_warp == 0) return;  // at the CTA barrier, yielded, or done
+    if (at_cta > 0)
+      throw Error(fmt::format("warp {}: {} of its {} live lanes wait at a warp barrier, {} at the "
+                              "CTA barrier",
+                              w, at_warp, live, at_cta));
+    if (at_warp != live) return;  // the others yielded: the warp barrier waits for them
     if (live != kWarpSize)
       throw Error(fmt::format("warp {}: a warp barrier with {} of 32 lanes exited", w,
                               kWarpSize - live));
@@ -143,6 +156,7 @@ void CtaEmulator::run_warp(int w) {
       f.waiting = Wait::none;
       ++f.warp_barriers;
     }
+    ++events_;
   }
 }
 
@@ -196,15 +210,38 @@ void CtaEmulator::run(const std::function<void(EmulatedCta&)>& program, std::int
   t_running = this;
   barriers_ = 0;
   try {
+    events_ = 1;  // the start
     for (;;) {
       // Warps one after another, each as far as it goes: a value one warp reads of another's
       // writes without a CTA barrier between differs between the two orders.
-      for (int i = 0; i < threads_ / kWarpSize && !fs.error; ++i)
-        run_warp(order_ == Order::ascending ? i : threads_ / kWarpSize - 1 - i);
+      const std::int64_t events_before = events_;
+      const int warps = threads_ / kWarpSize;
+      for (const bool laggards : {false, true}) {
+        if (laggards && (lagging_ == 0 || events_ != events_before)) break;
+        for (int i = 0; i < warps && !fs.error; ++i) {
+          const int w = order_ == Order::ascending ? i : warps - 1 - i;
+          if (((lagging_ >> w & 1) != 0) == laggards) run_warp(w);
+        }
+      }
       if (fs.error) break;
       if (std::all_of(fs.fiber.begin(), fs.fiber.end(), [](const auto& f) { return f.done; }))
         break;
-      release_cta_barrier();
+      const bool waiting = std::any_of(fs.fiber.begin(), fs.fiber.end(), [](const auto& f) {
+        return !f.done && f.waiting != Wait::cta;
+      });
+      if (!waiting) {
+        release_cta_barrier();
+        ++events_;
+      } else if (events_ == events_before) {
+        int spin = 0, cta = 0;
+        for (const auto& f : fs.fiber) {
+          spin += !f.done && f.waiting == Wait::spin;
+          cta += !f.done && f.waiting == Wait::cta;
+        }
+        throw Error(fmt::format("deadlock: {} threads wait on conditions nothing changes, {} at "
+                                "the CTA barrier",
+                                spin, cta));
+      }
     }
   } catch (...) {
     restore();

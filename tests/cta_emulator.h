@@ -18,6 +18,11 @@
 //   across warps without a CTA barrier between the write and the read, or across lanes without a
 //   warp barrier, differs between the two orders: a caller that runs both and compares outputs
 //   bit for bit catches missing barriers.
+// A third kind of wait serves barriers a kernel builds itself in shared memory (the phases of an
+// mbarrier, a flag): a thread that finds its condition unmet calls yield() and is run again, to
+// check once more, after the other warps have run; whatever changes such a condition calls
+// progress(). A round of the warps in which nothing progressed while a thread still waits is a
+// deadlock, reported as an error.
 // Shared memory is filled with 0xff bytes before each run (NaN as floats and bf16), so a read of
 // what no thread wrote shows.
 #pragma once
@@ -45,6 +50,12 @@ class EmulatedCta {
   void sync();
   /// The warp barrier.
   void sync_warp();
+  /// Gives way: the thread waits on a condition the other threads change (its caller checks it
+  /// again when this returns). Threads that yield are run again after the other warps.
+  void yield();
+  /// Tells the emulator that a condition some thread may wait on has changed (an arrival on a
+  /// barrier in shared memory); without it a round where only yields happen is a deadlock.
+  void progress();
   float shfl_xor(float x, int lane_mask);
 
   /// Warp-collective exchange: publish(v) makes v visible to the warp's lanes (a warp barrier),
@@ -92,10 +103,16 @@ class CtaEmulator {
   /// CTA barriers every thread of the last run passed.
   std::int64_t barriers() const { return barriers_; }
 
+  /// Warps (bit w: warp w) that lag: in each round they run only if the other warps made no
+  /// progress, so the others run ahead as far as their waits allow. A producer that does not wait
+  /// for its consumers to free a buffer overwrites it when its consumers lag; a consumer that does
+  /// not wait for its producer reads what is not yet written when the producer lags.
+  void set_lagging_warps(std::uint64_t mask) { lagging_ = mask; }
+
  private:
   friend class EmulatedCta;
   struct Fibers;
-  enum class Wait { none, cta, warp };
+  enum class Wait { none, cta, warp, spin };
   void wait(int thread, Wait kind);
   void run_warp(int warp);
   void release_cta_barrier();
@@ -105,6 +122,8 @@ class CtaEmulator {
   std::unique_ptr<Fibers> fibers_;
   std::int64_t barriers_ = 0;
   std::int64_t block_ = 0;
+  std::int64_t events_ = 0;  // progress: arrivals, barriers released, threads ended
+  std::uint64_t lagging_ = 0;
 };
 
 }  // namespace kh::test

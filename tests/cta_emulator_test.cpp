@@ -1,8 +1,12 @@
 // The CTA emulator the kernel emulation tests run on: lane exchanges, barriers that must be
-// uniform, order reversal exposing a missing barrier, poisoned shared memory, errors from threads.
+// uniform, order reversal exposing a missing barrier, poisoned shared memory, errors from threads,
+// waits on flags in shared memory and the deadlocks they can make.
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -128,6 +132,109 @@ TEST(CtaEmulator, AThreadsExceptionReachesTheCaller) {
                  cta.sync();
                }),
                std::runtime_error);
+}
+
+// Warp 0 produces `rounds` values into a one-slot mailbox, warp 1 consumes them: each side waits
+// on a flag in shared memory (yielding while it is not its turn) and announces each flip.
+// `producer_waits` false plants a bug: the producer does not wait for the mailbox to be emptied.
+std::vector<int> mailbox(CtaEmulator::Order order, int rounds, bool producer_waits = true,
+                         std::uint64_t lagging = 0) {
+  CtaEmulator emulator(64, 2 * sizeof(int), order);
+  emulator.set_lagging_warps(lagging);
+  std::vector<int> got;
+  emulator.run([&](EmulatedCta& cta) {
+    volatile int* full = reinterpret_cast<int*>(cta.smem);
+    volatile int* value = full + 1;
+    if (cta.thread() == 0) *full = 0;
+    cta.sync();
+    for (int r = 0; r < rounds; ++r) {
+      if (cta.thread() == 0) {  // the producer's lane
+        while (producer_waits && *full != 0) cta.yield();
+        *value = 10 * r + 1;
+        *full = 1;
+        cta.progress();
+      } else if (cta.thread() == 32) {  // the consumer's lane
+        while (*full != 1) cta.yield();
+        got.push_back(static_cast<int>(*value));
+        *full = 0;
+        cta.progress();
+      }
+    }
+  });
+  return got;
+}
+
+TEST(CtaEmulator, ThreadsWaitingOnSharedFlagsHandOverInEitherOrder) {
+  const std::vector<int> expected = {1, 11, 21, 31, 41};
+  EXPECT_EQ(mailbox(CtaEmulator::Order::ascending, 5), expected);
+  EXPECT_EQ(mailbox(CtaEmulator::Order::descending, 5), expected);
+}
+
+// The message of the kh::Error a run throws ("" if it returns).
+std::string run_error(CtaEmulator& emulator, const std::function<void(EmulatedCta&)>& program) {
+  try {
+    emulator.run(program);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(CtaEmulator, LaggingWarpsRunOnlyWhenTheOthersAreStuck) {
+  // The handshake gives the same values with either warp lagging, in either order...
+  const std::vector<int> expected = {1, 11, 21, 31, 41};
+  EXPECT_EQ(mailbox(CtaEmulator::Order::ascending, 5, true, 0b10), expected);
+  EXPECT_EQ(mailbox(CtaEmulator::Order::descending, 5, true, 0b01), expected);
+  // ...and a producer that does not wait for the mailbox to be emptied overwrites values the
+  // lagging consumer never reads, then waits for a flip that never comes.
+  EXPECT_THROW(mailbox(CtaEmulator::Order::descending, 5, false, 0b10), Error);
+}
+
+TEST(CtaEmulator, AWaitNothingEndsIsADeadlock) {
+  CtaEmulator emulator(64, sizeof(int));
+  EXPECT_NE(run_error(emulator,
+                      [](EmulatedCta& cta) {
+                        volatile int* flag = reinterpret_cast<int*>(cta.smem);
+                        if (cta.thread() == 0) *flag = 0;
+                        cta.sync();
+                        if (cta.thread() >= 32)
+                          while (*flag == 0) cta.yield();  // nobody sets it
+                      })
+                .find("deadlock: 32 threads wait"),
+            std::string::npos);
+  // A wait at the CTA barrier while another warp yields forever is one too.
+  EXPECT_NE(run_error(emulator,
+                      [](EmulatedCta& cta) {
+                        volatile int* flag = reinterpret_cast<int*>(cta.smem);
+                        if (cta.thread() == 0) *flag = 0;
+                        cta.sync();
+                        if (cta.thread() < 32)
+                          while (*flag == 0) cta.yield();
+                        cta.sync();
+                      })
+                .find("32 at the CTA barrier"),
+            std::string::npos);
+}
+
+TEST(CtaEmulator, AWarpBarrierWaitsForLanesThatYielded) {
+  // Lane 5 waits for warp 1's flag while its warp's other lanes are already at a warp barrier.
+  CtaEmulator emulator(64, sizeof(int));
+  int passed = 0;
+  emulator.run([&](EmulatedCta& cta) {
+    volatile int* flag = reinterpret_cast<int*>(cta.smem);
+    if (cta.thread() == 0) *flag = 0;
+    cta.sync();
+    if (cta.thread() == 5)
+      while (*flag == 0) cta.yield();
+    if (cta.thread() < 32) {
+      cta.sync_warp();
+      ++passed;
+    } else if (cta.thread() == 40) {
+      *flag = 1;
+      cta.progress();
+    }
+  });
+  EXPECT_EQ(passed, 32);
 }
 
 TEST(CtaEmulator, RefusesAPartialWarp) {

@@ -3,7 +3,8 @@
 // whole warp's, by the fragment layouts of the PTX ISA ("Matrix fragments for mma.m16n8k16",
 // "... mma.m16n8k8" with .tf32, and ldmatrix). Products are exact and summed in double, then
 // rounded once: at least as accurate as the tensor cores, which is what a check against a
-// reference needs.
+// reference needs. Also the two hooks of the shared-memory pipeline barriers' host form
+// (kernels' pipeline_barrier.cuh): a wait that gives way, an arrival that counts as progress.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -80,6 +81,10 @@ void ldmatrix_x4(uint32_t (&r)[4], const void* row, bool trans) {
   }
   cta.done();
 }
+
+void pipeline_yield() { EmulatedCta::current().yield(); }
+
+void pipeline_progress() { EmulatedCta::current().progress(); }
 
 void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   EmulatedCta& cta = EmulatedCta::current();
