@@ -1,5 +1,6 @@
 // Shared-memory barriers for a pipeline whose warp roles run at their own pace
-// (route_small_chunk_decoupled.cuh): Hopper's mbarrier, used by arrival count only. Each buffer of
+// (route_small_chunk_decoupled.cuh): Hopper's mbarrier, used by arrival count only. (The split
+// route's bulk copies count bytes on the same barriers: bulk_copy.cuh.) Each buffer of
 // a ring has a `full` barrier its producers arrive on and an `empty` one its consumers arrive on;
 // a role waits on the phase parity of the round it is in (round r of a slot: parity r & 1; a
 // producer's first wait on `empty` is for the phase "before" the first, parity 1, which has
@@ -59,7 +60,8 @@ __device__ __forceinline__ void ring_init(uint64_t* barrier, int arrivals) {
                "r"(arrivals)
                : "memory");
 #else
-  *barrier = host_barrier::pack(static_cast<uint64_t>(arrivals), static_cast<uint64_t>(arrivals), 0);
+  const auto count = static_cast<uint64_t>(arrivals);
+  *barrier = host_barrier::pack(count, count, 0);
 #endif
 }
 

@@ -27,6 +27,17 @@ __host__ __device__ inline int small_chunk_tokens(int64_t length, int64_t ci) {
   return static_cast<int>(left < kSmallChunk ? left : kSmallChunk);
 }
 
+/// Phase B of chunk `cb` of `chunks` on the solve and scale warps (nothing outside the walk).
+template <class Roles>
+__device__ __forceinline__ void small_phase_b(const PrefillArgs& args, SmallSmem& s, int64_t cb,
+                                              int64_t chunks, int warp, int lane) {
+  if (cb < 0 || cb >= chunks) return;
+  if (warp == Roles::kSolveWarp)
+    small_solve(s.products[cb & 1], s.scratch, s.operands[cb & 1], lane);
+  if (warp == Roles::kScaleWarp)
+    small_scale(s.products[cb & 1], s.operands[cb & 1], args.scale, lane);
+}
+
 /// The producer warps' part of iteration `it` of a walk of `length` tokens from token `begin`
 /// (`slot` = it % kSmallTileStages): chunk it's requests, phase A of chunk it - kSmallLoadLead,
 /// phase B of the chunk before that (small_chunk_layout.h has the roles).
@@ -55,13 +66,7 @@ __device__ __forceinline__ void small_produce(const PrefillArgs& args, SmallSmem
     small_gate_products(s.tiles[small_slot_behind(slot, kSmallLoadLead)], s.products[ca & 1],
                         chunk_count(ca), h, A_log, dt_bias, lane);
   }
-  const int64_t cb = ca - 1;  // phase B's chunk
-  if (cb >= 0 && cb < chunks) {
-    if (warp == Roles::kSolveWarp)
-      small_solve(s.products[cb & 1], s.scratch, s.operands[cb & 1], lane);
-    if (warp == Roles::kScaleWarp)
-      small_scale(s.products[cb & 1], s.operands[cb & 1], args.scale, lane);
-  }
+  small_phase_b<Roles>(args, s, ca - 1, chunks, warp, lane);
 }
 
 /// Zeroes the CTA's kRows rows of the output for tokens [from, to) (clamped to [0, T)).

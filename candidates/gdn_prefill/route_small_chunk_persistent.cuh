@@ -189,13 +189,7 @@ __global__ void __launch_bounds__(SmallRoles<8, kProducers>::kThreads)
         small_gate_products(s.tiles[back], s.products[ca & 1], q.meta[back].count, h,
                             args.A_log[h], args.dt_bias[h], lane);
       }
-      const int64_t cb = ca - 1;  // phase B's chunk
-      if (cb >= 0 && cb < total) {
-        if (warp == Roles::kSolveWarp)
-          small_solve(s.products[cb & 1], s.scratch, s.operands[cb & 1], lane);
-        if (warp == Roles::kScaleWarp)
-          small_scale(s.products[cb & 1], s.operands[cb & 1], args.scale, lane);
-      }
+      small_phase_b<Roles>(args, s, ca - 1, total, warp, lane);
     }
     slot = slot + 1 == kSmallTileStages ? 0 : slot + 1;
     __syncthreads();
@@ -300,7 +294,8 @@ cudaError_t launch_small_chunk_persistent(const PrefillArgs& args, int ctas, cud
   using Roles = SmallRoles<8, kProducers>;
   constexpr int bytes = sizeof(SmallSmem) + sizeof(SmallQueue);
   const auto kernel = [] {
-    if constexpr (kSmallDecoupled && kProducers == 4) return small_chunk_persistent_decoupled_kernel;
+    if constexpr (kSmallDecoupled && kProducers == 4)
+      return small_chunk_persistent_decoupled_kernel;
     else return small_chunk_persistent_kernel<kProducers>;
   }();
   const cudaError_t e =

@@ -174,9 +174,10 @@ constexpr long long kSmallRankMinCtas = SMALL_RANK_MIN_CTAS;
 // an H200, 396 at once), so while all fit at once the order also decides which chains share an
 // SM, and ranked from 133 CTAs they measured -1.3 % at 1024-4095 tokens x 4-15 sequences. Past the
 // resident capacity the late CTAs start in waves as wide ones do: 4124 x 15 (480 CTAs) +9 %, but
-// 3999 x 13 (416, a few CTAs past it) -1.5 % (one H200; bench/results/2026-12-04_gdn_prefill_
-// persistent_narrow_rank_h200.json), so from 448, an eighth past the capacity. Narrow CTAs with
-// four producers never rank (at most kSmallFourProducerCtas of them, which fit at once).
+// 3999 x 13 (416, a few CTAs past it) -1.5 % (one H200;
+// bench/results/2026-12-04_gdn_prefill_persistent_narrow_rank_h200.json), so from 448, an eighth
+// past the capacity. Narrow CTAs with four producers never rank (at most kSmallFourProducerCtas
+// of them, which fit at once).
 constexpr long long kSmallRankNarrowMinCtas = SMALL_RANK_NARROW_MIN_CTAS;
 // Calls of wide CTAs with at least kSmallPersistentMinItems (sequence, head) items (and at most
 // kRankMaxSeqs sequences) run kSmallPersistentCtas persistent CTAs instead
