@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <vector>
 
@@ -48,6 +49,30 @@ std::int64_t EmulatedCta::block() const { return emulator_->block_; }
 void EmulatedCta::sync() { emulator_->wait(thread_, CtaEmulator::Wait::cta); }
 
 void EmulatedCta::sync_warp() { emulator_->wait(thread_, CtaEmulator::Wait::warp); }
+
+namespace {
+void land(const EmulatedCta::AsyncCopy& c) {
+  if (c.src) std::memcpy(c.dst, c.src, static_cast<std::size_t>(c.bytes));
+  else std::memset(c.dst, 0, static_cast<std::size_t>(c.bytes));
+}
+}  // namespace
+
+void EmulatedCta::land_async_copies(int pending) {
+  const std::size_t keep = pending < 0 ? 0 : static_cast<std::size_t>(pending);
+  std::size_t landed = 0;
+  while (async_committed.size() - landed > keep) {
+    for (const AsyncCopy& c : async_committed[landed]) land(c);
+    ++landed;
+  }
+  async_committed.erase(async_committed.begin(),
+                        async_committed.begin() + static_cast<std::ptrdiff_t>(landed));
+}
+
+void EmulatedCta::land_all_async_copies() {
+  land_async_copies(0);
+  for (const AsyncCopy& c : async_open) land(c);
+  async_open.clear();
+}
 
 void EmulatedCta::yield() { emulator_->wait(thread_, CtaEmulator::Wait::spin); }
 
@@ -186,6 +211,8 @@ void CtaEmulator::run(const std::function<void(EmulatedCta&)>& program, std::int
     f.waiting = Wait::none;
     f.warp_barriers = 0;
     f.done = false;
+    f.cta.async_open.clear();
+    f.cta.async_committed.clear();
     getcontext(&f.context);
     f.context.uc_stack.ss_sp = f.stack.get();
     f.context.uc_stack.ss_size = kStackBytes;
@@ -195,6 +222,7 @@ void CtaEmulator::run(const std::function<void(EmulatedCta&)>& program, std::int
       auto& me = e.fibers_->fiber[static_cast<std::size_t>(e.fibers_->current)];
       try {
         (*e.fibers_->program)(me.cta);
+        me.cta.land_all_async_copies();  // on the device they land after the thread exits
       } catch (...) {
         if (!e.fibers_->error) e.fibers_->error = std::current_exception();
       }

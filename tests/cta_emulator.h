@@ -22,7 +22,10 @@
 // mbarrier, a flag): a thread that finds its condition unmet calls yield() and is run again, to
 // check once more, after the other warps have run; whatever changes such a condition calls
 // progress(). A round of the warps in which nothing progressed while a thread still waits is a
-// deadlock, reported as an error.
+// deadlock, reported as an error (a wait loop that itself passes a warp barrier, a shuffle say,
+// counts as progress every round: such a deadlock hangs instead).
+// Warps can be made to lag (set_lagging_warps), and a kernel's host branch may defer its
+// asynchronous copies until its thread waits for them (async_open, async_committed).
 // Shared memory is filled with 0xff bytes before each run (NaN as floats and bf16), so a read of
 // what no thread wrote shows.
 #pragma once
@@ -32,6 +35,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <vector>
 
 namespace kh::test {
 
@@ -76,6 +80,21 @@ class EmulatedCta {
 
   /// The fiber running now; an error outside CtaEmulator::run.
   static EmulatedCta& current();
+
+  /// Asynchronous copies into shared memory this thread has issued and not yet waited for
+  /// (cuda_on_host.cpp's host form of cp.async, for kernels that defer them): the open group and
+  /// the committed ones, oldest first. They land when the thread waits for them; a run starts
+  /// with none, and the ones a thread never waited for land when it exits.
+  struct AsyncCopy {
+    unsigned char* dst;
+    const unsigned char* src;  // null: zeros
+    int bytes;
+  };
+  std::vector<AsyncCopy> async_open;
+  std::vector<std::vector<AsyncCopy>> async_committed;
+  /// Lands the committed groups but the newest `pending`, or (all) every copy issued.
+  void land_async_copies(int pending);
+  void land_all_async_copies();
 
  private:
   friend class CtaEmulator;

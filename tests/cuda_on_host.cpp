@@ -4,11 +4,14 @@
 // "... mma.m16n8k8" with .tf32, and ldmatrix). Products are exact and summed in double, then
 // rounded once: at least as accurate as the tensor cores, which is what a check against a
 // reference needs. Also the two hooks of the shared-memory pipeline barriers' host form
-// (kernels' pipeline_barrier.cuh): a wait that gives way, an arrival that counts as progress.
+// (kernels' pipeline_barrier.cuh): a wait that gives way, an arrival that counts as progress; and
+// deferred cp.async (copies that land only when their thread waits for them), for kernels whose
+// host branch asks for it.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "cta_emulator.h"
 
@@ -81,6 +84,21 @@ void ldmatrix_x4(uint32_t (&r)[4], const void* row, bool trans) {
   }
   cta.done();
 }
+
+void async_copy(void* dst, const void* src, int bytes) {
+  EmulatedCta::current().async_open.push_back({static_cast<unsigned char*>(dst),
+                                               static_cast<const unsigned char*>(src), bytes});
+}
+
+void async_commit() {
+  EmulatedCta& cta = EmulatedCta::current();
+  cta.async_committed.push_back(std::move(cta.async_open));
+  cta.async_open.clear();
+}
+
+void async_wait(int pending) { EmulatedCta::current().land_async_copies(pending); }
+
+void async_wait_all() { EmulatedCta::current().land_all_async_copies(); }
 
 void pipeline_yield() { EmulatedCta::current().yield(); }
 
