@@ -9,14 +9,18 @@
 // both CTA widths: a buffer read before its producer's arrival, or overwritten before its
 // consumers' arrival, changes the bits in one of the orders or reads the poisoned shared memory.
 // The persistent wide CTAs' decoupled kernel (route_small_chunk_persistent.cuh: a stream of chunks
-// over several (sequence, head) items, their metadata in the tile ring) the same way. It compiles
+// over several (sequence, head) items, their metadata in the tile ring) the same way, and the
+// context-parallel map pass's two kinds of walk (fp32 outputs from zero rows, identity rows
+// without values) against the lockstep walks. It compiles
 // KH_GDN_DECOUPLED_EMULATION_DIR (tests/CMakeLists.txt).
 #include "cuda_on_host.h"  // first: the builtins the kernel body uses
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -165,6 +169,7 @@ TEST(DecoupledSmallChunkPrefill, GivesTheSameBitsWithAnyRoleLagging) {
   const OutputSet lockstep = run_route(c, CtaEmulator::Order::ascending, Pipeline::lockstep);
   const std::pair<const char*, std::uint64_t> roles[] = {
       {"chain", 0b11},
+      {"one chain warp", 0b01},
       {"load", 1u << Roles::kLoadWarp},
       {"gate", 1u << Roles::kGateWarp},
       {"solve", 1u << Roles::kSolveWarp},
@@ -228,6 +233,59 @@ TEST(DecoupledSmallChunkPrefill, PersistentCtasGiveTheLockstepBits) {
                      run_persistent(c, 3, CtaEmulator::Order::descending, Pipeline::decoupled,
                                     1u << Roles::kLoadWarp),
                      "persistent, load lagging");
+    expect_same_bits(lockstep,
+                     run_persistent(c, 3, CtaEmulator::Order::ascending, Pipeline::decoupled,
+                                    1u << Roles::kGateWarp),
+                     "persistent, gate lagging");
+  }
+}
+
+/// One wide CTA's walk of the context-parallel map pass's kinds (route_small_chunk_cp.cuh) over
+/// `length` tokens from `begin` of head h, from zero rows (or, kIdentity, the identity without
+/// values): its fp32 outputs and the rows it ends in.
+template <bool kIdentity>
+std::vector<float> map_walk(const Call& c, std::int64_t begin, std::int64_t length, int h,
+                            Pipeline pipeline, CtaEmulator::Order order) {
+  OutputSet out = test::poisoned_outputs(c);
+  const gp::PrefillArgs args = test::prefill_args(c.inputs, out);
+  std::vector<float> result(
+      static_cast<std::size_t>(args.total_tokens * gp::kVHeads * gp::kHeadSize + gp::kStateFloats),
+      std::nanf(""));
+  gp::SmallWalk walk;
+  walk.begin = begin;
+  walk.length = length;
+  walk.h = h;
+  walk.partial = result.data() + (begin * gp::kVHeads + h) * gp::kHeadSize;
+  walk.exit = result.data() + args.total_tokens * gp::kVHeads * gp::kHeadSize;
+  CtaEmulator emulator(gp::SmallRoles<8, 4>::kThreads, sizeof(gp::smem), order, gp::smem);
+  emulator.run([&](test::EmulatedCta&) {
+    gp::SmallSmem& s = *reinterpret_cast<gp::SmallSmem*>(gp::smem);
+    if (pipeline == Pipeline::lockstep) {
+      gp::small_chunk_walk<8, 4, true, kIdentity, float>(args, walk, s);
+    } else {
+      gp::small_ring_start<8, kIdentity>(s);
+      gp::small_chunk_walk_decoupled<8, true, kIdentity, float>(args, walk, s);
+    }
+  });
+  return result;
+}
+
+TEST(DecoupledSmallChunkPrefill, MapPassWalksGiveTheLockstepBits) {
+  // A group's local walk (fp32 outputs from zero rows) and its map walk (identity rows, no
+  // values: the queries through the map), over more chunks than the tile ring holds, from a token
+  // inside a sequence.
+  const Call c = draw_prefill_call(prefill_workload("map-walks", 150, 1), "", 22);
+  const auto same_bits = [](const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  };
+  for (const auto order : {CtaEmulator::Order::ascending, CtaEmulator::Order::descending}) {
+    const auto local = map_walk<false>(c, 16, 117, 3, Pipeline::lockstep, order);
+    EXPECT_FALSE(std::isnan(local.back())) << "the local walk ends in its rows";
+    EXPECT_TRUE(same_bits(local, map_walk<false>(c, 16, 117, 3, Pipeline::decoupled, order)))
+        << "local walk";
+    const auto map = map_walk<true>(c, 16, 117, 5, Pipeline::lockstep, order);
+    EXPECT_TRUE(same_bits(map, map_walk<true>(c, 16, 117, 5, Pipeline::decoupled, order)))
+        << "map walk";
   }
 }
 

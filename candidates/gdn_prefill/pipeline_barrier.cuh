@@ -11,7 +11,8 @@
 // in bit 63 -- and a wait that finds its phase not yet complete yields to the other warps
 // (tests/cta_emulator.h), so the emulator runs the roles in every order their waits allow and
 // reports a deadlock; an arrival also gives way, so the threads it releases run before the arriving
-// one goes on; an asynchronous copy has landed when it returns, so its arrival is immediate.
+// one goes on; an asynchronous copy lands when its thread waits for it or arrives on its copies
+// (mma_tiles.cuh).
 #pragma once
 
 #include <cstdint>
@@ -38,7 +39,7 @@ inline uint64_t pack(uint64_t pending, uint64_t expected, uint64_t phase) {
 inline void arrive(uint64_t* barrier) {
   const uint64_t v = *reinterpret_cast<volatile uint64_t*>(barrier);
   const uint64_t pending = v & kCountMask, expected = (v >> 32) & kCountMask, phase = v >> 63;
-  if (pending == 0 || expected == 0) {  // uninitialised (poisoned) shared memory
+  if (v == ~uint64_t{0} || pending == 0 || expected == 0) {  // poisoned: never initialised
     std::fprintf(stderr, "arrival on a barrier that was not initialised\n");
     std::abort();
   }
@@ -92,6 +93,7 @@ __device__ __forceinline__ void ring_arrive_on_copies(uint64_t* barrier) {
                    smem_address(barrier))
                : "memory");
 #else
+  khk_host::async_wait_all();  // the copies land, then the arrival
   host_barrier::arrive(barrier);
 #endif
 }

@@ -17,6 +17,8 @@
 // The rings (each buffer a `full` barrier its producers arrive on, an `empty` one its consumers
 // arrive on; every lane of a warp arrives, so a warp's writes are released by its own lanes):
 //   tiles[kSmallTileStages]  load warp (its cp.async copies landing) -> gate warp and chain warps
+//                            (both free it, so the gate's reads come before the refill directly,
+//                            not only through the chain's wait on the operands)
 //   products[2]              gate warp -> solve and scale warps
 //   operands[2]              solve and scale warps -> chain warps
 // Four producer warps only: with two, one warp holds two roles and would have to interleave its
@@ -34,9 +36,9 @@ namespace khk::gdn_prefill {
 
 /// Starts the rings (and, for a map's walk, zeroes the V tiles once: its values are zero and it
 /// requests none), then the CTA barrier that publishes them. Every thread of the CTA.
-/// kLoadArrivals: the load warp's arrivals per tile (1: on its copies; 2: also a plain one that
-/// releases what it wrote beside them).
-template <int kRowWarps, bool kIdentity, int kLoadArrivals = 1>
+/// kMetaArrival: the load warp's lane 0 also arrives plainly on a tile's `full` barrier, releasing
+/// what it wrote beside the tile (the persistent CTAs' chunk metadata).
+template <int kRowWarps, bool kIdentity, bool kMetaArrival = false>
 __device__ __forceinline__ void small_ring_start(SmallSmem& s) {
   constexpr int kThreads = SmallRoles<kRowWarps, 4>::kThreads;
   if constexpr (kIdentity)
@@ -47,8 +49,8 @@ __device__ __forceinline__ void small_ring_start(SmallSmem& s) {
   if (threadIdx.x == 0) {
     SmallRing& ring = s.ring;
     for (int i = 0; i < kSmallTileStages; ++i) {
-      ring_init(&ring.tiles_full[i], 32 * kLoadArrivals);  // the load warp's lanes
-      ring_init(&ring.tiles_empty[i], 32 * kRowWarps);  // the chain warps' lanes
+      ring_init(&ring.tiles_full[i], 32 + kMetaArrival);  // the load warp's lanes (and lane 0)
+      ring_init(&ring.tiles_empty[i], 32 * (kRowWarps + 1));  // the chain and gate warps' lanes
     }
     for (int i = 0; i < 2; ++i) {
       ring_init(&ring.products_full[i], 32);            // the gate warp's lanes
@@ -139,6 +141,7 @@ __device__ __forceinline__ void small_chunk_walk_decoupled(const PrefillArgs& ar
       small_gate_products(s.tiles[tile.slot], s.products[prod.slot],
                           small_chunk_tokens(length, c), h, A_log, dt_bias, lane);
       ring_arrive(&ring.products_full[prod.slot]);
+      ring_arrive(&ring.tiles_empty[tile.slot]);  // its reads of the tile, on their own
       tile.advance();
       prod.advance();
     }

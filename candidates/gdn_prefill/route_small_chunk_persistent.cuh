@@ -198,10 +198,10 @@ __global__ void __launch_bounds__(SmallRoles<8, kProducers>::kThreads)
 }
 
 /// The persistent wide CTA with its roles decoupled (route_small_chunk_decoupled.cuh has the
-/// rings): each role walks the CTA's stream of chunks in its own loop. The load warp writes a
-/// chunk's metadata beside its tiles and releases it with a plain arrival of each lane on the
-/// tile's `full` barrier besides the arrival on its copies; the gate warp and the chain read it
-/// after their wait on that barrier.
+/// rings): each role walks the CTA's stream of chunks in its own loop. The load warp's lane 0
+/// writes a chunk's metadata beside its tiles and releases it with a plain arrival on the tile's
+/// `full` barrier besides the lanes' arrivals on their copies; the gate warp and the chain read it
+/// after their wait on that barrier and before they free the tile.
 __global__ void __launch_bounds__(SmallRoles<8, 4>::kThreads)
     small_chunk_persistent_decoupled_kernel(PrefillArgs args, int ctas) {
   constexpr int kChainWarps = 8;
@@ -214,7 +214,7 @@ __global__ void __launch_bounds__(SmallRoles<8, 4>::kThreads)
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int cta = static_cast<int>(blockIdx.x);
   const int64_t total = small_persistent_start<kThreads>(args, q, cta, ctas);
-  small_ring_start<kChainWarps, false, 2>(s);
+  small_ring_start<kChainWarps, false, true>(s);
 
   if (warp < kChainWarps) {  // the chain, item after item
     const auto rows_at = [&](int64_t head) { return (head * kHeadSize + 16 * warp) * kHeadSize; };
@@ -260,8 +260,7 @@ __global__ void __launch_bounds__(SmallRoles<8, 4>::kThreads)
         q.meta[tile.slot] = {token0, count, static_cast<int32_t>(load.seq * kVHeads + load.h),
                              c == load.first, 0};
       ring_arrive_on_copies(&ring.tiles_full[tile.slot]);
-      __syncwarp();
-      ring_arrive(&ring.tiles_full[tile.slot]);  // the metadata
+      if (lane == 0) ring_arrive(&ring.tiles_full[tile.slot]);  // the metadata
       tile.advance();
     }
     copy_commit();
@@ -278,6 +277,7 @@ __global__ void __launch_bounds__(SmallRoles<8, 4>::kThreads)
       small_gate_products(s.tiles[tile.slot], s.products[prod.slot], meta.count, h,
                           args.A_log[h], args.dt_bias[h], lane);
       ring_arrive(&ring.products_full[prod.slot]);
+      ring_arrive(&ring.tiles_empty[tile.slot]);
       tile.advance();
       prod.advance();
     }
