@@ -80,6 +80,15 @@ __device__ __forceinline__ void small_clear_rows(const PrefillArgs& args, int64_
         __float2bfloat16_rn(0.0f);
 }
 
+/// Zeroes every tile's V rows (all kThreads threads): a map's walk has zero values, so it requests
+/// none and zeroes them once.
+template <int kThreads>
+__device__ __forceinline__ void small_zero_value_tiles(SmallSmem& s) {
+  constexpr int kPerTile = kSmallChunk * kSmallKStride;
+  for (int i = static_cast<int>(threadIdx.x); i < kSmallTileStages * kPerTile; i += kThreads)
+    (&s.tiles[i / kPerTile].v[0][0])[i % kPerTile] = __float2bfloat16_rn(0.0f);
+}
+
 /// What one CTA of the context-parallel form (route_small_chunk_cp.cuh) walks: `length` tokens
 /// from `begin` of value head h, its kRows state rows from row0 of the head's 128x128 matrices.
 struct SmallWalk {
@@ -105,11 +114,7 @@ __device__ __forceinline__ void small_chunk_walk(const PrefillArgs& args, const 
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int h = walk.h, row0 = walk.row0;
   constexpr bool values = !kIdentity;
-  if constexpr (kIdentity)  // a map's values are zero: no V requests, the tiles zeroed once
-    for (int i = static_cast<int>(threadIdx.x); i < kSmallTileStages * kSmallChunk * kSmallKStride;
-         i += kThreads)
-      (&s.tiles[i / (kSmallChunk * kSmallKStride)].v[0][0])[i % (kSmallChunk * kSmallKStride)] =
-          __float2bfloat16_rn(0.0f);
+  if constexpr (kIdentity) small_zero_value_tiles<kThreads>(s);
 
   // The chain warps' rows.
   float m[16][4];

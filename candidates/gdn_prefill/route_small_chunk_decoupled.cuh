@@ -40,12 +40,7 @@ namespace khk::gdn_prefill {
 /// what it wrote beside the tile (the persistent CTAs' chunk metadata).
 template <int kRowWarps, bool kIdentity, bool kMetaArrival = false>
 __device__ __forceinline__ void small_ring_start(SmallSmem& s) {
-  constexpr int kThreads = SmallRoles<kRowWarps, 4>::kThreads;
-  if constexpr (kIdentity)
-    for (int i = static_cast<int>(threadIdx.x); i < kSmallTileStages * kSmallChunk * kSmallKStride;
-         i += kThreads)
-      (&s.tiles[i / (kSmallChunk * kSmallKStride)].v[0][0])[i % (kSmallChunk * kSmallKStride)] =
-          __float2bfloat16_rn(0.0f);
+  if constexpr (kIdentity) small_zero_value_tiles<SmallRoles<kRowWarps, 4>::kThreads>(s);
   if (threadIdx.x == 0) {
     SmallRing& ring = s.ring;
     for (int i = 0; i < kSmallTileStages; ++i) {
