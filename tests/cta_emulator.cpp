@@ -1,7 +1,5 @@
 #include "cta_emulator.h"
 
-#include <ucontext.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "fiber_context.h"
 #include "kh/core/error.h"
 
 namespace kh::test {
@@ -26,14 +25,14 @@ thread_local EmulatedCta* t_current = nullptr;
 
 struct CtaEmulator::Fibers {
   struct Fiber {
-    ucontext_t context{};
+    FiberContext context;
     std::unique_ptr<unsigned char[]> stack;
     EmulatedCta cta;
     Wait waiting = Wait::none;       // what it is blocked on (none: runnable or done)
     std::int64_t warp_barriers = 0;  // warp barriers passed, to match a warp's lanes
     bool done = false;
   };
-  ucontext_t scheduler{};
+  FiberContext scheduler;
   std::vector<Fiber> fiber;
   std::vector<unsigned char> slots;  // kSlotBytes per thread, for publish / peer
   std::unique_ptr<unsigned char, decltype(&std::free)> owned{nullptr, &std::free};
@@ -126,7 +125,7 @@ CtaEmulator::~CtaEmulator() = default;
 void CtaEmulator::wait(int thread, Wait kind) {
   auto& f = fibers_->fiber[static_cast<std::size_t>(thread)];
   f.waiting = kind;
-  swapcontext(&f.context, &fibers_->scheduler);
+  fiber_switch(f.context, fibers_->scheduler);
 }
 
 // Runs warp `w` as far as it goes before the CTA barrier: its runnable lanes in order (a lane
@@ -148,7 +147,7 @@ void CtaEmulator::run_warp(int w) {
       if (f.done || f.waiting != Wait::none) continue;
       fs.current = t;
       t_current = &f.cta;
-      swapcontext(&fs.scheduler, &f.context);
+      fiber_switch(fs.scheduler, f.context);
       t_current = nullptr;
       if (f.done) ++events_;
     }
@@ -213,11 +212,7 @@ void CtaEmulator::run(const std::function<void(EmulatedCta&)>& program, std::int
     f.done = false;
     f.cta.async_open.clear();
     f.cta.async_committed.clear();
-    getcontext(&f.context);
-    f.context.uc_stack.ss_sp = f.stack.get();
-    f.context.uc_stack.ss_size = kStackBytes;
-    f.context.uc_link = &fs.scheduler;
-    makecontext(&f.context, [] {
+    fiber_prepare(f.context, f.stack.get(), kStackBytes, [] {
       CtaEmulator& e = *t_running;
       auto& me = e.fibers_->fiber[static_cast<std::size_t>(e.fibers_->current)];
       try {
@@ -227,7 +222,8 @@ void CtaEmulator::run(const std::function<void(EmulatedCta&)>& program, std::int
         if (!e.fibers_->error) e.fibers_->error = std::current_exception();
       }
       me.done = true;
-    }, 0);
+      fiber_switch(me.context, e.fibers_->scheduler);  // for good: a done fiber is not resumed
+    });
   }
   CtaEmulator* const outer_emulator = t_running;
   EmulatedCta* const outer_cta = t_current;
