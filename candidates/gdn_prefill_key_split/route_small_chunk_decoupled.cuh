@@ -1,0 +1,225 @@
+// The small-chunk route's plain CTAs with their warp roles decoupled: the same roles and the same
+// arithmetic per chunk as small_chunk_kernel (small_chunk_layout.h, small_chunk_producer.cuh,
+// small_chunk_chain.cuh), but each role walks the sequence's chunks at its own pace, handing its
+// buffers on through shared-memory barriers (pipeline_barrier.cuh), instead of all roles meeting
+// at one CTA barrier per iteration.
+//
+// Why: with one barrier per iteration an iteration lasts as long as its slowest role that
+// iteration, plus the barrier. Nsight Compute on one H200 (134 x 1, 8192 x 20, 5709 x 2) had the
+// chain warps -- the busiest role -- a quarter of their time at that barrier, waiting for a
+// producer that happened to be late that iteration; shortening any one role (the key split, a
+// deeper load lead, the gates moved to the load warp) did not shorten the iteration
+// (ROOFLINE.md, "Tried on top of c69aca7a9255"). Here a producer that is late for one chunk
+// catches up while the chain works on the ones it already has: the chain waits only when the
+// producers as a whole fall behind, and the producers run ahead by as many chunks as their rings
+// hold (kSmallTileStages tiles, two products and two operand sets).
+//
+// The rings (each buffer a `full` barrier its producers arrive on, an `empty` one its consumers
+// arrive on; every lane of a warp arrives, so a warp's writes are released by its own lanes):
+//   tiles[kSmallTileStages]  load warp (its cp.async copies landing) -> gate warp and chain warps
+//                            (both free it, so the gate's reads come before the refill directly,
+//                            not only through the chain's wait on the operands)
+//   products[2]              gate warp -> solve and scale warps
+//   operands[2]              solve and scale warps -> chain warps
+// Four producer warps only: with two, one warp holds two roles and would have to interleave its
+// waits. The walk serves the plain route's CTAs (small_chunk_decoupled_kernel) and the
+// context-parallel map pass's (route_small_chunk_cp.cuh); the persistent CTAs, which walk a stream
+// of items, have their own loops on the same rings (route_small_chunk_persistent.cuh).
+#pragma once
+
+#include <type_traits>
+
+#include "pipeline_barrier.cuh"
+#include "route_small_chunk.cuh"
+#include "small_chunk_chain_split.cuh"
+
+namespace khk::gdn_prefill {
+
+/// Starts the rings (and, for a map's walk, zeroes the V tiles once: its values are zero and it
+/// requests none; with the key split, the pairs' exchange barriers in `x`), then the CTA barrier
+/// that publishes them. Every thread of the CTA.
+/// kMetaArrival: the load warp's lane 0 also arrives plainly on a tile's `full` barrier, releasing
+/// what it wrote beside the tile (the persistent CTAs' chunk metadata).
+template <int kRowWarps, bool kIdentity, bool kMetaArrival = false, int kKeySplit = 1>
+__device__ __forceinline__ void small_ring_start(SmallSmem& s, SmallKeyExchange* x = nullptr) {
+  constexpr int kChainWarps = SmallRoles<kRowWarps, 4, kKeySplit>::kChainWarps;
+  if constexpr (kIdentity) small_zero_value_tiles<SmallRoles<kRowWarps, 4>::kThreads>(s);
+  if (threadIdx.x == 0) {
+    SmallRing& ring = s.ring;
+    for (int i = 0; i < kSmallTileStages; ++i) {
+      ring_init(&ring.tiles_full[i], 32 + kMetaArrival);  // the load warp's lanes (and lane 0)
+      ring_init(&ring.tiles_empty[i], 32 * (kChainWarps + 1));  // the chain and gate warps' lanes
+    }
+    for (int i = 0; i < 2; ++i) {
+      ring_init(&ring.products_full[i], 32);            // the gate warp's lanes
+      ring_init(&ring.products_empty[i], 64);           // the solve and scale warps' lanes
+      ring_init(&ring.operands_full[i], 64);            // the solve and scale warps' lanes
+      ring_init(&ring.operands_empty[i], 32 * kChainWarps);
+    }
+    if constexpr (kKeySplit == 2)
+      for (int p = 0; p < SmallKeyExchange::kPairs; ++p)
+        for (int i = 0; i < 2; ++i) ring_init(&x->full[p][i], 64);  // both warps of the pair
+    ring_init_fence();
+  }
+  __syncthreads();  // the barriers (and the ranking's reads of s.order, which `scratch` reuses)
+}
+
+/// The solve warp's or the scale warp's loop over `chunks` chunks: phase B of each, from the
+/// products ring into the operands ring.
+__device__ __forceinline__ void small_solve_or_scale(const PrefillArgs& args, SmallSmem& s,
+                                                     int64_t chunks, bool solve, int lane) {
+  SmallRing& ring = s.ring;
+  RingCursor<2> prod, op;
+  for (int64_t c = 0; c < chunks; ++c) {
+    ring_wait(&ring.products_full[prod.slot], prod.parity);
+    ring_wait(&ring.operands_empty[op.slot], op.parity ^ 1);
+    __syncwarp();
+    if (solve) small_solve(s.products[prod.slot], s.scratch, s.operands[op.slot], lane);
+    else small_scale(s.products[prod.slot], s.operands[op.slot], args.scale, lane);
+    ring_arrive(&ring.products_empty[prod.slot]);
+    ring_arrive(&ring.operands_full[op.slot]);
+    prod.advance();
+    op.advance();
+  }
+}
+
+/// The decoupled chain warp `warp` of a walk (small_chunk_walk_decoupled): its 16 rows through
+/// the walk's `chunks` chunks, each when its tile and operands are there.
+template <bool kOutput, bool kIdentity, typename Out>
+__device__ __forceinline__ void small_chain_walk(const SmallWalk& walk, SmallSmem& s,
+                                                 int64_t chunks, int warp, int lane) {
+  SmallRing& ring = s.ring;
+  const int row0 = walk.row0;
+  float m[16][4];
+  const int64_t rows_at = (row0 + 16 * warp) * kHeadSize;
+  if constexpr (kIdentity) small_identity_rows(m, row0 + 16 * warp, lane);
+  else small_load_rows(m, walk.entry ? walk.entry + rows_at : nullptr, lane);
+  Out* output = nullptr;
+  if constexpr (std::is_same_v<Out, float>) output = walk.partial;
+  else output = walk.output;
+  RingCursor<kSmallTileStages> tile;
+  RingCursor<2> op;
+  for (int64_t ci = 0; ci < chunks; ++ci) {
+    ring_wait(&ring.tiles_full[tile.slot], tile.parity);
+    ring_wait(&ring.operands_full[op.slot], op.parity);
+    __syncwarp();
+    small_chain_chunk<kOutput>(
+        m, s.tiles[tile.slot], s.operands[op.slot], 16 * warp, small_chunk_tokens(walk.length, ci),
+        kOutput ? output + ci * kSmallChunk * kVHeads * kHeadSize + row0 : nullptr, lane);
+    ring_arrive(&ring.tiles_empty[tile.slot]);
+    ring_arrive(&ring.operands_empty[op.slot]);
+    tile.advance();
+    op.advance();
+  }
+  if (walk.exit) small_store_rows(m, walk.exit + rows_at, lane);
+}
+
+/// The same for a key-split chain warp: rows of group warp / 2, keys of half warp % 2
+/// (small_chunk_chain_split.cuh), its pair exchanging through `x`.
+__device__ __forceinline__ void small_chain_walk_split(const SmallWalk& walk, SmallSmem& s,
+                                                       SmallKeyExchange& x, int64_t chunks,
+                                                       int warp, int lane) {
+  SmallRing& ring = s.ring;
+  const int row0 = walk.row0, pair = warp / 2, half = warp % 2;
+  float m[8][4];
+  const int64_t rows_at = (row0 + 16 * pair) * kHeadSize + 64 * half;
+  small_load_rows(m, walk.entry ? walk.entry + rows_at : nullptr, lane);
+  RingCursor<kSmallTileStages> tile;
+  RingCursor<2> op, xc;
+  for (int64_t ci = 0; ci < chunks; ++ci) {
+    ring_wait(&ring.tiles_full[tile.slot], tile.parity);
+    ring_wait(&ring.operands_full[op.slot], op.parity);
+    __syncwarp();
+    small_chain_chunk_split(m, s.tiles[tile.slot], s.operands[op.slot], 16 * pair, half, x, pair,
+                            xc, small_chunk_tokens(walk.length, ci),
+                            walk.output + ci * kSmallChunk * kVHeads * kHeadSize + row0, lane);
+    ring_arrive(&ring.tiles_empty[tile.slot]);
+    ring_arrive(&ring.operands_empty[op.slot]);
+    tile.advance();
+    op.advance();
+  }
+  if (walk.exit) small_store_rows(m, walk.exit + rows_at, lane);
+}
+
+/// The decoupled walk of one CTA of kRowWarps groups of 16 value rows and four producer warps,
+/// after small_ring_start; kOutput, kIdentity and Out as for small_chunk_walk
+/// (route_small_chunk.cuh). kKeySplit = 2: two chain warps per group, each over half of the keys
+/// (small_chunk_chain_split.cuh; plain outputs only), exchanging through `x`.
+template <int kRowWarps, bool kOutput = true, bool kIdentity = false,
+          typename Out = __nv_bfloat16, int kKeySplit = 1>
+__device__ __forceinline__ void small_chunk_walk_decoupled(const PrefillArgs& args,
+                                                           const SmallWalk& walk, SmallSmem& s,
+                                                           SmallKeyExchange* x = nullptr) {
+  using Roles = SmallRoles<kRowWarps, 4, kKeySplit>;
+  static_assert(kKeySplit == 1 || (kOutput && !kIdentity && std::is_same_v<Out, __nv_bfloat16> &&
+                                   kRowWarps == SmallKeyExchange::kPairs),
+                "the key split runs the plain route's narrow CTAs");
+  constexpr int kRows = Roles::kRows;
+  SmallRing& ring = s.ring;
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int h = walk.h, row0 = walk.row0;
+  const int64_t length = walk.length;
+  const int64_t chunks = (length + kSmallChunk - 1) / kSmallChunk;
+
+  if (warp < Roles::kChainWarps) {
+    if constexpr (kKeySplit == 2) small_chain_walk_split(walk, s, *x, chunks, warp, lane);
+    else small_chain_walk<kOutput, kIdentity, Out>(walk, s, chunks, warp, lane);
+  } else if (warp == Roles::kLoadWarp) {
+    RingCursor<kSmallTileStages> tile;
+    for (int64_t c = 0; c < chunks; ++c) {
+      ring_wait(&ring.tiles_empty[tile.slot], tile.parity ^ 1);
+      small_request<kRows>(args, s.tiles[tile.slot], walk.begin + c * kSmallChunk,
+                           small_chunk_tokens(length, c), h, row0, !kIdentity, lane);
+      ring_arrive_on_copies(&ring.tiles_full[tile.slot]);
+      tile.advance();
+    }
+    copy_commit();
+    copy_wait<0>();  // no copy outlives the warp
+  } else if (warp == Roles::kGateWarp) {
+    const float A_log = args.A_log[h], dt_bias = args.dt_bias[h];
+    RingCursor<kSmallTileStages> tile;
+    RingCursor<2> prod;
+    for (int64_t c = 0; c < chunks; ++c) {
+      ring_wait(&ring.tiles_full[tile.slot], tile.parity);
+      ring_wait(&ring.products_empty[prod.slot], prod.parity ^ 1);
+      __syncwarp();
+      small_gate_products(s.tiles[tile.slot], s.products[prod.slot],
+                          small_chunk_tokens(length, c), h, A_log, dt_bias, lane);
+      ring_arrive(&ring.products_full[prod.slot]);
+      ring_arrive(&ring.tiles_empty[tile.slot]);  // its reads of the tile, on their own
+      tile.advance();
+      prod.advance();
+    }
+  } else {
+    small_solve_or_scale(args, s, chunks, warp == Roles::kSolveWarp, lane);
+  }
+}
+
+/// One CTA per (sequence, head, row tile), kRowWarps groups of 16 value rows and four producer
+/// warps, each role in its own loop over the chunks. kLongestFirst as for small_chunk_kernel.
+/// kKeySplit = 2 (narrow CTAs): two chain warps per group, their exchange in the shared memory
+/// after SmallSmem (kSmallKeyExchangeOffset).
+template <int kRowWarps, bool kLongestFirst = false, int kKeySplit = 1>
+__global__ void __launch_bounds__(SmallRoles<kRowWarps, 4, kKeySplit>::kThreads)
+    small_chunk_decoupled_kernel(PrefillArgs args) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  SmallSmem& s = *reinterpret_cast<SmallSmem*>(smem);
+  SmallKeyExchange* x = nullptr;
+  if constexpr (kKeySplit == 2)
+    x = reinterpret_cast<SmallKeyExchange*>(smem + kSmallKeyExchangeOffset);
+  const SmallCtaItem item = small_cta_item<kRowWarps, 4, kLongestFirst, kKeySplit>(args, s);
+  SmallWalk walk;
+  walk.begin = item.begin;
+  walk.length = item.length;
+  walk.h = item.h;
+  walk.row0 = item.row0;
+  // An empty sequence leaves its state at zero whatever the initial one.
+  const int64_t state_at = item.head * kStateFloats;
+  walk.entry = args.state && item.length > 0 ? args.state + state_at : nullptr;
+  walk.output = args.output + (item.begin * kVHeads + item.h) * kHeadSize;
+  walk.exit = args.new_state + state_at;
+  small_ring_start<kRowWarps, false, false, kKeySplit>(s, x);
+  small_chunk_walk_decoupled<kRowWarps, true, false, __nv_bfloat16, kKeySplit>(args, walk, s, x);
+}
+
+}  // namespace khk::gdn_prefill
