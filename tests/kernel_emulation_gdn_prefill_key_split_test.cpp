@@ -7,7 +7,8 @@
 // adversarial variant, the in-place state update, tokens outside every sequence), and bit for bit
 // with itself in both thread orders and with any warp lagging: a partial read before the other
 // warp published it, or overwritten before the other warp read it, changes the bits in one of the
-// schedules or reads the poisoned shared memory. It compiles KH_GDN_KEY_SPLIT_EMULATION_DIR
+// schedules or reads the poisoned shared memory. Built with one and with two gate warps
+// (SMALL_SPLIT_GATES: the second takes the odd chunks). It compiles KH_GDN_KEY_SPLIT_EMULATION_DIR
 // (tests/CMakeLists.txt).
 #include "cuda_on_host.h"  // first: the builtins the kernel body uses
 
@@ -128,9 +129,12 @@ TEST(KeySplitSmallChunkPrefill, GivesTheSameBitsInEitherOrderAndWithAnyWarpLaggi
       {"key half 0 of each pair", 0b0101},
       {"load", 1u << Roles::kLoadWarp},
       {"gate", 1u << Roles::kGateWarp},
+      {"second gate (SMALL_SPLIT_GATES)", Roles::kGates == 2 ? 1u << Roles::kSecondGateWarp : 0},
+      {"both gates", 1u << Roles::kGateWarp | (Roles::kGates == 2 ? 1u << Roles::kSecondGateWarp : 0)},
       {"solve and scale", 1u << Roles::kSolveWarp | 1u << Roles::kScaleWarp}};
   bool up = false;  // the orders in turn
   for (const auto& [warps, mask] : lagging) {
+    if (mask == 0) continue;  // one gate warp
     const auto order = up ? CtaEmulator::Order::ascending : CtaEmulator::Order::descending;
     expect_same_bits(first, run_route(c, order, mask), std::string(warps) + " lagging");
     up = !up;

@@ -141,6 +141,31 @@ __device__ __forceinline__ void small_chain_walk_split(const SmallWalk& walk, Sm
   if (walk.exit) small_store_rows(m, walk.exit + rows_at, lane);
 }
 
+/// A gate warp's loop (phase A) over chunks first, first + kGates, ... of a walk's `chunks`: from
+/// the tile ring into products slot c & 1. With two gate warps each takes every other chunk, so
+/// each uses one products slot and skips every other tile.
+template <int kGates>
+__device__ __forceinline__ void small_gate_walk(const PrefillArgs& args, const SmallWalk& walk,
+                                                SmallSmem& s, int64_t chunks, int first,
+                                                int lane) {
+  SmallRing& ring = s.ring;
+  const int h = walk.h;
+  const float A_log = args.A_log[h], dt_bias = args.dt_bias[h];
+  RingCursor<kSmallTileStages> tile;
+  RingCursor<2> prod;
+  for (int i = 0; i < first; ++i) tile.advance(), prod.advance();
+  for (int64_t c = first; c < chunks; c += kGates) {
+    ring_wait(&ring.tiles_full[tile.slot], tile.parity);
+    ring_wait(&ring.products_empty[prod.slot], prod.parity ^ 1);
+    __syncwarp();
+    small_gate_products(s.tiles[tile.slot], s.products[prod.slot],
+                        small_chunk_tokens(walk.length, c), h, A_log, dt_bias, lane);
+    ring_arrive(&ring.products_full[prod.slot]);
+    ring_arrive(&ring.tiles_empty[tile.slot]);  // its reads of the tile, on their own
+    for (int i = 0; i < kGates; ++i) tile.advance(), prod.advance();
+  }
+}
+
 /// The decoupled walk of one CTA of kRowWarps groups of 16 value rows and four producer warps,
 /// after small_ring_start; kOutput, kIdentity and Out as for small_chunk_walk
 /// (route_small_chunk.cuh). kKeySplit = 2: two chain warps per group, each over half of the keys
@@ -176,20 +201,9 @@ __device__ __forceinline__ void small_chunk_walk_decoupled(const PrefillArgs& ar
     copy_commit();
     copy_wait<0>();  // no copy outlives the warp
   } else if (warp == Roles::kGateWarp) {
-    const float A_log = args.A_log[h], dt_bias = args.dt_bias[h];
-    RingCursor<kSmallTileStages> tile;
-    RingCursor<2> prod;
-    for (int64_t c = 0; c < chunks; ++c) {
-      ring_wait(&ring.tiles_full[tile.slot], tile.parity);
-      ring_wait(&ring.products_empty[prod.slot], prod.parity ^ 1);
-      __syncwarp();
-      small_gate_products(s.tiles[tile.slot], s.products[prod.slot],
-                          small_chunk_tokens(length, c), h, A_log, dt_bias, lane);
-      ring_arrive(&ring.products_full[prod.slot]);
-      ring_arrive(&ring.tiles_empty[tile.slot]);  // its reads of the tile, on their own
-      tile.advance();
-      prod.advance();
-    }
+    small_gate_walk<Roles::kGates>(args, walk, s, chunks, 0, lane);
+  } else if (Roles::kGates == 2 && warp == Roles::kSecondGateWarp) {
+    small_gate_walk<Roles::kGates>(args, walk, s, chunks, 1, lane);
   } else {
     small_solve_or_scale(args, s, chunks, warp == Roles::kSolveWarp, lane);
   }

@@ -30,6 +30,7 @@
 
 #include "gdn_prefill.cuh"
 #include "sequence_order.cuh"
+#include "tuning.h"
 
 namespace khk::gdn_prefill {
 
@@ -52,7 +53,11 @@ struct SmallRoles {
   static constexpr int kGateWarp = kProducers == 4 ? kChainWarps + 1 : kLoadWarp;
   static constexpr int kSolveWarp = kProducers == 4 ? kChainWarps + 2 : kChainWarps + 1;
   static constexpr int kScaleWarp = kProducers == 4 ? kChainWarps + 3 : kSolveWarp;
-  static constexpr int kThreads = 32 * (kChainWarps + kProducers);
+  // Gate warps: the key-split CTA may have a second (SMALL_SPLIT_GATES, after the scale warp),
+  // the two taking the even and the odd chunks: a chunk's gates need nothing of the one before.
+  static constexpr int kGates = kKeySplit == 2 && kSmallSplitGates ? 2 : 1;
+  static constexpr int kSecondGateWarp = kChainWarps + kProducers;  // when kGates == 2
+  static constexpr int kThreads = 32 * (kChainWarps + kProducers + kGates - 1);
 };
 
 // Iterations between a chunk's request and its phase A (two: the loads have one whole iteration

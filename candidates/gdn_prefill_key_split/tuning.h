@@ -14,7 +14,8 @@
     !defined(SMALL_CHUNK_MIN_AVG_TOKENS) || !defined(SMALL_CP_OVERLAP_MIN_SEQS) || \
     !defined(SMALL_RANK_MIN_CTAS) || !defined(SMALL_PERSISTENT_CTAS) || \
     !defined(SMALL_PERSISTENT_MIN_ITEMS) || !defined(SMALL_RANK_NARROW_MIN_CTAS) || \
-    !defined(SMALL_DECOUPLED) || !defined(SMALL_KEY_SPLIT)
+    !defined(SMALL_DECOUPLED) || !defined(SMALL_KEY_SPLIT) || \
+    !defined(SMALL_SPLIT_GATES)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
 
@@ -56,6 +57,11 @@ constexpr bool kSmallDecoupled = SMALL_DECOUPLED != 0;
 // products and of the outputs, one exchange of partial D per chunk) or hold it in one (0). Once
 // decoupled, a chunk costs what the chain warp's step costs; the split halves its MMA chains.
 constexpr bool kSmallKeySplit = SMALL_KEY_SPLIT != 0;
+// The key-split CTAs have a second gate warp (1: the two take the even and the odd chunks) or one
+// (0). A chunk's gate work (the gates, K K^T, Q K^T and A) does not depend on the chunk before,
+// so two warps double the role's throughput; by the 2026-12-03 profiles the gate warp (~590
+// instructions per chunk) is next in length after a chain warp, which the key split shortens.
+constexpr bool kSmallSplitGates = SMALL_SPLIT_GATES != 0;
 // The small-chunk route in context-parallel groups (route_small_chunk_cp.cuh: a map pass, an fp32
 // scan and a correction, 8 chain warps and four producers per CTA) where the workspace holds the
 // groups' matrices and per-token partials: in the most groups per sequence, from 2 to
