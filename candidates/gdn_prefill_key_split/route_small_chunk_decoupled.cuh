@@ -84,7 +84,8 @@ __device__ __forceinline__ void small_solve_or_scale(const PrefillArgs& args, Sm
 }
 
 /// The decoupled chain warp `warp` of a walk (small_chunk_walk_decoupled): its 16 rows through
-/// the walk's `chunks` chunks, each when its tile and operands are there.
+/// the walk's `chunks` chunks, each from when its tile is there (its operands are waited for
+/// inside the step, after D and Dq).
 template <bool kOutput, bool kIdentity, typename Out>
 __device__ __forceinline__ void small_chain_walk(const SmallWalk& walk, SmallSmem& s,
                                                  int64_t chunks, int warp, int lane) {
@@ -101,11 +102,13 @@ __device__ __forceinline__ void small_chain_walk(const SmallWalk& walk, SmallSme
   RingCursor<2> op;
   for (int64_t ci = 0; ci < chunks; ++ci) {
     ring_wait(&ring.tiles_full[tile.slot], tile.parity);
-    ring_wait(&ring.operands_full[op.slot], op.parity);
     __syncwarp();
     small_chain_chunk<kOutput>(
         m, s.tiles[tile.slot], s.operands[op.slot], 16 * warp, small_chunk_tokens(walk.length, ci),
-        kOutput ? output + ci * kSmallChunk * kVHeads * kHeadSize + row0 : nullptr, lane);
+        kOutput ? output + ci * kSmallChunk * kVHeads * kHeadSize + row0 : nullptr, lane, [&] {
+          ring_wait(&ring.operands_full[op.slot], op.parity);
+          __syncwarp();
+        });
     ring_arrive(&ring.tiles_empty[tile.slot]);
     ring_arrive(&ring.operands_empty[op.slot]);
     tile.advance();
@@ -128,11 +131,11 @@ __device__ __forceinline__ void small_chain_walk_split(const SmallWalk& walk, Sm
   RingCursor<2> op, xc;
   for (int64_t ci = 0; ci < chunks; ++ci) {
     ring_wait(&ring.tiles_full[tile.slot], tile.parity);
-    ring_wait(&ring.operands_full[op.slot], op.parity);
     __syncwarp();
     small_chain_chunk_split(m, s.tiles[tile.slot], s.operands[op.slot], 16 * pair, half, x, pair,
                             xc, small_chunk_tokens(walk.length, ci),
-                            walk.output + ci * kSmallChunk * kVHeads * kHeadSize + row0, lane);
+                            walk.output + ci * kSmallChunk * kVHeads * kHeadSize + row0, lane,
+                            &ring.operands_full[op.slot], op.parity);
     ring_arrive(&ring.tiles_empty[tile.slot]);
     ring_arrive(&ring.operands_empty[op.slot]);
     tile.advance();

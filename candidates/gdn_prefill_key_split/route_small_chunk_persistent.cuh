@@ -236,11 +236,13 @@ __global__ void __launch_bounds__(SmallRoles<8, 4>::kThreads)
         head = meta.head;
         small_load_rows(m, args.state ? args.state + rows_at(head) : nullptr, lane);
       }
-      ring_wait(&ring.operands_full[op.slot], op.parity);
       __syncwarp();
       __nv_bfloat16* out = args.output + (meta.token0 * kVHeads + head % kVHeads) * kHeadSize;
       small_chain_chunk(m, s.tiles[tile.slot], s.operands[op.slot], 16 * warp, meta.count, out,
-                        lane);
+                        lane, [&] {
+                          ring_wait(&ring.operands_full[op.slot], op.parity);
+                          __syncwarp();
+                        });
       ring_arrive(&ring.tiles_empty[tile.slot]);
       ring_arrive(&ring.operands_empty[op.slot]);
       tile.advance();

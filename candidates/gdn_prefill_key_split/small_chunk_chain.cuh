@@ -94,13 +94,22 @@ __device__ __forceinline__ void store_output(__nv_bfloat16* at, float x) {
 }
 __device__ __forceinline__ void store_output(float* at, float x) { *at = x; }
 
+/// The lockstep pipelines' operands are there before the chain step starts: nothing to wait for.
+struct OperandsReady {
+  __device__ __forceinline__ void operator()() const {}
+};
+
 /// One chunk of `count` tokens for the warp's rows (warp_row0 within the CTA's tile): with
 /// kOutput the outputs of its valid tokens to `out` (token t's row r at out[t * 8 * 128 + r]),
-/// and M advanced. Without it no Dq, no O.
-template <bool kOutput = true, typename Out = __nv_bfloat16>
+/// and M advanced. Without it no Dq, no O. D and Dq need only the tile and M, so
+/// wait_operands() (the decoupled chain's wait for the operands) comes after them: at a walk's
+/// first chunk, and whenever the producers are late, the chain's largest products overlap the
+/// gate and solve work of the same chunk.
+template <bool kOutput = true, typename Out = __nv_bfloat16, typename WaitOperands = OperandsReady>
 __device__ __forceinline__ void small_chain_chunk(float (&m)[16][4], const SmallTiles& tiles,
                                                   const SmallOperands& op, int warp_row0,
-                                                  int count, Out* out, int lane) {
+                                                  int count, Out* out, int lane,
+                                                  WaitOperands wait_operands = {}) {
   const int g = lane / 4, c = lane % 4, mi = lane / 8, r = lane % 8;
 
   // D and Dq: hi and lo products in separate accumulators (shorter dependent chains).
@@ -129,6 +138,7 @@ __device__ __forceinline__ void small_chain_chunk(float (&m)[16][4], const Small
   // the [token][row] tile: matrices (tokens 0-7 | 8-15) x (rows 0-7 | 8-15) in A order.
   uint32_t va[4], rhi[4], rlo[4];
   ldmatrix_x4_trans(va, &tiles.v[(mi / 2) * 8 + r][warp_row0 + (mi % 2) * 8]);
+  wait_operands();
   split_a_truncated(d[0], d[1], rhi, rlo, -op.gamma[2 * c], -op.gamma[2 * c + 1],
                     -op.gamma[8 + 2 * c], -op.gamma[9 + 2 * c]);
   float delta[2][4] = {};

@@ -19,12 +19,15 @@ namespace khk::gdn_prefill {
 
 /// One chunk of `count` tokens for key half `half` (keys 64 * half ..) of the 16 rows from
 /// warp_row0: the outputs of token tile `half` to `out` (as small_chain_chunk), and M advanced.
-/// `x` is the pair's exchange; `xc` its cursor (the chunk's parity slot), advanced here.
+/// `x` is the pair's exchange; `xc` its cursor (the chunk's parity slot), advanced here. The
+/// operands are waited for (operands_full, at operands_parity) after D, Dq and the exchange.
 __device__ __forceinline__ void small_chain_chunk_split(float (&m)[8][4], const SmallTiles& tiles,
                                                         const SmallOperands& op, int warp_row0,
                                                         int half, SmallKeyExchange& x, int pair,
                                                         RingCursor<2>& xc, int count,
-                                                        __nv_bfloat16* out, int lane) {
+                                                        __nv_bfloat16* out, int lane,
+                                                        uint64_t* operands_full,
+                                                        uint32_t operands_parity) {
   const int g = lane / 4, c = lane % 4, mi = lane / 8, r = lane % 8;
   const int key0 = 64 * half;
 
@@ -81,6 +84,8 @@ __device__ __forceinline__ void small_chain_chunk_split(float (&m)[8][4], const 
   // Delta = V X'^T - (D diag(gamma)) X'^T, as small_chain_chunk (both warps).
   uint32_t va[4], rhi[4], rlo[4];
   ldmatrix_x4_trans(va, &tiles.v[(mi / 2) * 8 + r][warp_row0 + (mi % 2) * 8]);
+  ring_wait(operands_full, operands_parity);  // only now (small_chain_chunk says why)
+  __syncwarp();
   split_a_truncated(d[0], d[1], rhi, rlo, -op.gamma[2 * c], -op.gamma[2 * c + 1],
                     -op.gamma[8 + 2 * c], -op.gamma[9 + 2 * c]);
   float delta[2][4] = {};
