@@ -32,6 +32,7 @@
 #include "pipeline_barrier.cuh"
 #include "route_small_chunk.cuh"
 #include "small_chunk_chain_split.cuh"
+#include "trace.cuh"
 
 namespace khk::gdn_prefill {
 
@@ -76,6 +77,7 @@ __device__ __forceinline__ void small_solve_or_scale(const PrefillArgs& args, Sm
     __syncwarp();
     if (solve) small_solve(s.products[prod.slot], s.scratch, s.operands[op.slot], lane);
     else small_scale(s.products[prod.slot], s.operands[op.slot], args.scale, lane);
+    if (c == 0 && solve) trace(kTraceFirstOperands);
     ring_arrive(&ring.products_empty[prod.slot]);
     ring_arrive(&ring.operands_full[op.slot]);
     prod.advance();
@@ -113,8 +115,11 @@ __device__ __forceinline__ void small_chain_walk(const SmallWalk& walk, SmallSme
     ring_arrive(&ring.operands_empty[op.slot]);
     tile.advance();
     op.advance();
+    if (warp == 0 && ci == 0) trace(kTraceFirstChain);
+    if (warp == 0 && ci == chunks - 1) trace(kTraceLastChain);
   }
   if (walk.exit) small_store_rows(m, walk.exit + rows_at, lane);
+  if (warp == 0) trace(kTraceStored);
 }
 
 /// The same for a key-split chain warp: rows of group warp / 2, keys of half warp % 2
@@ -140,8 +145,11 @@ __device__ __forceinline__ void small_chain_walk_split(const SmallWalk& walk, Sm
     ring_arrive(&ring.operands_empty[op.slot]);
     tile.advance();
     op.advance();
+    if (warp == 0 && ci == 0) trace(kTraceFirstChain);
+    if (warp == 0 && ci == chunks - 1) trace(kTraceLastChain);
   }
   if (walk.exit) small_store_rows(m, walk.exit + rows_at, lane);
+  if (warp == 0) trace(kTraceStored);
 }
 
 /// A gate warp's loop (phase A) over chunks first, first + kGates, ... of a walk's `chunks`: from
@@ -159,10 +167,12 @@ __device__ __forceinline__ void small_gate_walk(const PrefillArgs& args, const S
   for (int i = 0; i < first; ++i) tile.advance(), prod.advance();
   for (int64_t c = first; c < chunks; c += kGates) {
     ring_wait(&ring.tiles_full[tile.slot], tile.parity);
+    if (c == 0) trace(kTraceFirstTile);
     ring_wait(&ring.products_empty[prod.slot], prod.parity ^ 1);
     __syncwarp();
     small_gate_products(s.tiles[tile.slot], s.products[prod.slot],
                         small_chunk_tokens(walk.length, c), h, A_log, dt_bias, lane);
+    if (c == 0) trace(kTraceFirstProducts);
     ring_arrive(&ring.products_full[prod.slot]);
     ring_arrive(&ring.tiles_empty[tile.slot]);  // its reads of the tile, on their own
     for (int i = 0; i < kGates; ++i) tile.advance(), prod.advance();
@@ -220,6 +230,7 @@ template <int kRowWarps, bool kLongestFirst = false, int kKeySplit = 1>
 __global__ void __launch_bounds__(SmallRoles<kRowWarps, 4, kKeySplit>::kThreads)
     small_chunk_decoupled_kernel(PrefillArgs args) {
   extern __shared__ __align__(16) unsigned char smem[];
+  if (threadIdx.x == 0) trace(kTraceEntry);
   SmallSmem& s = *reinterpret_cast<SmallSmem*>(smem);
   SmallKeyExchange* x = nullptr;
   if constexpr (kKeySplit == 2)
@@ -235,7 +246,9 @@ __global__ void __launch_bounds__(SmallRoles<kRowWarps, 4, kKeySplit>::kThreads)
   walk.entry = args.state && item.length > 0 ? args.state + state_at : nullptr;
   walk.output = args.output + (item.begin * kVHeads + item.h) * kHeadSize;
   walk.exit = args.new_state + state_at;
+  if (threadIdx.x == 0) trace(kTraceItem);
   small_ring_start<kRowWarps, false, false, kKeySplit>(s, x);
+  if (threadIdx.x == 0) trace(kTraceRingStarted);
   small_chunk_walk_decoupled<kRowWarps, true, false, __nv_bfloat16, kKeySplit>(args, walk, s, x);
 }
 
