@@ -1,5 +1,6 @@
 // What the GDN prefill kernel emulation tests share: a workload of given axes, one call's inputs
-// with the CPU reference's outputs, and the kernels' argument struct over host tensors.
+// with the CPU reference's outputs, the kernels' argument struct over host tensors, and the two
+// checks they make (the official tolerance against the reference; the same bits as another run).
 #pragma once
 
 #include <cmath>
@@ -7,7 +8,10 @@
 #include <cstring>
 #include <string>
 
+#include <gtest/gtest.h>
+
 #include "gdn_prefill.cuh"
+#include "kh/check/checker.h"
 #include "kh/gen/input_generator.h"
 #include "kh/ref/cpu_reference.h"
 #include "test_support.h"
@@ -98,6 +102,21 @@ OutputSet run_in_place(const PrefillCall& c, Run&& run) {
   run(args);
   std::memcpy(out.at("new_state").bytes(), in.at("state").bytes(), in.at("state").nbytes());
   return out;
+}
+
+/// The outputs pass the official checks against the call's CPU reference.
+inline void expect_passes(const PrefillCall& c, const OutputSet& out) {
+  const CheckResult r =
+      check_outputs(c.def, c.inputs, c.reference, out, official_options(c.def, false));
+  EXPECT_TRUE(r.passed()) << r.message << " (max abs " << r.max_absolute_error << ", max rel "
+                          << r.max_relative_error << ")";
+}
+
+/// Two runs' outputs are the same bits (`what` names the second).
+inline void expect_same_bits(const OutputSet& a, const OutputSet& b, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i)
+    EXPECT_TRUE(a[i].tensor.bytes_equal(b[i].tensor)) << a[i].name << ": " << what;
 }
 
 }  // namespace kh::test

@@ -33,6 +33,8 @@ namespace {
 namespace gp = khk::gdn_prefill;
 using Call = test::PrefillCall;
 using test::CtaEmulator;
+using test::expect_passes;
+using test::expect_same_bits;
 using test::draw_prefill_call;
 using test::prefill_workload;
 using Roles = gp::SmallRoles<2, 4, 2>;
@@ -53,19 +55,6 @@ OutputSet run_route(const Call& c, CtaEmulator::Order order, std::uint64_t laggi
   OutputSet out = test::poisoned_outputs(c);
   run_grid(test::prefill_args(c.inputs, out), order, false, lagging);
   return out;
-}
-
-void expect_passes(const Call& c, const OutputSet& out) {
-  const CheckResult r =
-      check_outputs(c.def, c.inputs, c.reference, out, official_options(c.def, false));
-  EXPECT_TRUE(r.passed()) << r.message << " (max abs " << r.max_absolute_error << ", max rel "
-                          << r.max_relative_error << ")";
-}
-
-void expect_same_bits(const OutputSet& a, const OutputSet& b, const std::string& what) {
-  ASSERT_EQ(a.size(), b.size());
-  for (std::size_t i = 0; i < a.size(); ++i)
-    EXPECT_TRUE(a[i].tensor.bytes_equal(b[i].tensor)) << a[i].name << ": " << what;
 }
 
 void expect_matches_reference(const Workload& w, const std::string& variant = "",

@@ -30,6 +30,8 @@ namespace {
 namespace gp = khk::gdn_prefill;
 using Call = test::PrefillCall;
 using test::CtaEmulator;
+using test::expect_passes;
+using test::expect_same_bits;
 using test::draw_prefill_call;
 using test::prefill_workload;
 
@@ -68,13 +70,6 @@ OutputSet run_cp_call(const Call& c, int groups, CtaEmulator::Order order) {
   OutputSet out = test::poisoned_outputs(c);
   run_cp(test::prefill_args(c.inputs, out), groups, order);
   return out;
-}
-
-void expect_passes(const Call& c, const OutputSet& out) {
-  const CheckResult r =
-      check_outputs(c.def, c.inputs, c.reference, out, official_options(c.def, false));
-  EXPECT_TRUE(r.passed()) << r.message << " (max abs " << r.max_absolute_error << ", max rel "
-                          << r.max_relative_error << ")";
 }
 
 void expect_matches_reference(const Workload& w, int groups, const std::string& variant = "",

@@ -85,13 +85,37 @@ __device__ __forceinline__ void small_solve_or_scale(const PrefillArgs& args, Sm
   }
 }
 
+/// The decoupled chain's loop over `chunks` chunks: for each, the wait for its tile, then
+/// step(ci, tile slot, operands slot, wait_operands) -- the step calls wait_operands() itself,
+/// after D and Dq (small_chain_chunk) -- and the arrivals that free both buffers. Chain warp 0
+/// leaves the timeline's marks (trace.cuh).
+template <class Step>
+__device__ __forceinline__ void small_chain_loop(SmallSmem& s, int64_t chunks, int warp,
+                                                 Step&& step) {
+  SmallRing& ring = s.ring;
+  RingCursor<kSmallTileStages> tile;
+  RingCursor<2> op;
+  for (int64_t ci = 0; ci < chunks; ++ci) {
+    ring_wait(&ring.tiles_full[tile.slot], tile.parity);
+    __syncwarp();
+    step(ci, tile.slot, op.slot, [&] {
+      ring_wait(&ring.operands_full[op.slot], op.parity);
+      __syncwarp();
+    });
+    ring_arrive(&ring.tiles_empty[tile.slot]);
+    ring_arrive(&ring.operands_empty[op.slot]);
+    tile.advance();
+    op.advance();
+    if (warp == 0 && ci == 0) trace(kTraceFirstChain);
+    if (warp == 0 && ci == chunks - 1) trace(kTraceLastChain);
+  }
+}
+
 /// The decoupled chain warp `warp` of a walk (small_chunk_walk_decoupled): its 16 rows through
-/// the walk's `chunks` chunks, each from when its tile is there (its operands are waited for
-/// inside the step, after D and Dq).
+/// the walk's `chunks` chunks.
 template <bool kOutput, bool kIdentity, typename Out>
 __device__ __forceinline__ void small_chain_walk(const SmallWalk& walk, SmallSmem& s,
                                                  int64_t chunks, int warp, int lane) {
-  SmallRing& ring = s.ring;
   const int row0 = walk.row0;
   float m[16][4];
   const int64_t rows_at = (row0 + 16 * warp) * kHeadSize;
@@ -100,24 +124,12 @@ __device__ __forceinline__ void small_chain_walk(const SmallWalk& walk, SmallSme
   Out* output = nullptr;
   if constexpr (std::is_same_v<Out, float>) output = walk.partial;
   else output = walk.output;
-  RingCursor<kSmallTileStages> tile;
-  RingCursor<2> op;
-  for (int64_t ci = 0; ci < chunks; ++ci) {
-    ring_wait(&ring.tiles_full[tile.slot], tile.parity);
-    __syncwarp();
+  small_chain_loop(s, chunks, warp, [&](int64_t ci, int tile, int op, auto wait_operands) {
     small_chain_chunk<kOutput>(
-        m, s.tiles[tile.slot], s.operands[op.slot], 16 * warp, small_chunk_tokens(walk.length, ci),
-        kOutput ? output + ci * kSmallChunk * kVHeads * kHeadSize + row0 : nullptr, lane, [&] {
-          ring_wait(&ring.operands_full[op.slot], op.parity);
-          __syncwarp();
-        });
-    ring_arrive(&ring.tiles_empty[tile.slot]);
-    ring_arrive(&ring.operands_empty[op.slot]);
-    tile.advance();
-    op.advance();
-    if (warp == 0 && ci == 0) trace(kTraceFirstChain);
-    if (warp == 0 && ci == chunks - 1) trace(kTraceLastChain);
-  }
+        m, s.tiles[tile], s.operands[op], 16 * warp, small_chunk_tokens(walk.length, ci),
+        kOutput ? output + ci * kSmallChunk * kVHeads * kHeadSize + row0 : nullptr, lane,
+        wait_operands);
+  });
   if (walk.exit) small_store_rows(m, walk.exit + rows_at, lane);
   if (warp == 0) trace(kTraceStored);
 }
@@ -127,27 +139,17 @@ __device__ __forceinline__ void small_chain_walk(const SmallWalk& walk, SmallSme
 __device__ __forceinline__ void small_chain_walk_split(const SmallWalk& walk, SmallSmem& s,
                                                        SmallKeyExchange& x, int64_t chunks,
                                                        int warp, int lane) {
-  SmallRing& ring = s.ring;
   const int row0 = walk.row0, pair = warp / 2, half = warp % 2;
   float m[8][4];
   const int64_t rows_at = (row0 + 16 * pair) * kHeadSize + 64 * half;
   small_load_rows(m, walk.entry ? walk.entry + rows_at : nullptr, lane);
-  RingCursor<kSmallTileStages> tile;
-  RingCursor<2> op, xc;
-  for (int64_t ci = 0; ci < chunks; ++ci) {
-    ring_wait(&ring.tiles_full[tile.slot], tile.parity);
-    __syncwarp();
-    small_chain_chunk_split(m, s.tiles[tile.slot], s.operands[op.slot], 16 * pair, half, x, pair,
-                            xc, small_chunk_tokens(walk.length, ci),
+  RingCursor<2> xc;
+  small_chain_loop(s, chunks, warp, [&](int64_t ci, int tile, int op, auto wait_operands) {
+    small_chain_chunk_split(m, s.tiles[tile], s.operands[op], 16 * pair, half, x, pair, xc,
+                            small_chunk_tokens(walk.length, ci),
                             walk.output + ci * kSmallChunk * kVHeads * kHeadSize + row0, lane,
-                            &ring.operands_full[op.slot], op.parity);
-    ring_arrive(&ring.tiles_empty[tile.slot]);
-    ring_arrive(&ring.operands_empty[op.slot]);
-    tile.advance();
-    op.advance();
-    if (warp == 0 && ci == 0) trace(kTraceFirstChain);
-    if (warp == 0 && ci == chunks - 1) trace(kTraceLastChain);
-  }
+                            wait_operands);
+  });
   if (walk.exit) small_store_rows(m, walk.exit + rows_at, lane);
   if (warp == 0) trace(kTraceStored);
 }

@@ -226,11 +226,8 @@ __global__ void __launch_bounds__(SmallRoles<8, 4>::kThreads)
       head = first.seq * kVHeads + first.h;
       small_load_rows(m, args.state ? args.state + rows_at(head) : nullptr, lane);
     }
-    RingCursor<kSmallTileStages> tile;
-    RingCursor<2> op;
-    for (int64_t ci = 0; ci < total; ++ci) {
-      ring_wait(&ring.tiles_full[tile.slot], tile.parity);
-      const SmallChunkMeta& meta = q.meta[tile.slot];
+    small_chain_loop(s, total, warp, [&](int64_t ci, int tile, int op, auto wait_operands) {
+      const SmallChunkMeta& meta = q.meta[tile];
       if (meta.starts_item && ci > 0) {  // the next item: the last one's rows out, its rows in
         small_store_rows(m, args.new_state + rows_at(head), lane);
         head = meta.head;
@@ -238,16 +235,9 @@ __global__ void __launch_bounds__(SmallRoles<8, 4>::kThreads)
       }
       __syncwarp();
       __nv_bfloat16* out = args.output + (meta.token0 * kVHeads + head % kVHeads) * kHeadSize;
-      small_chain_chunk(m, s.tiles[tile.slot], s.operands[op.slot], 16 * warp, meta.count, out,
-                        lane, [&] {
-                          ring_wait(&ring.operands_full[op.slot], op.parity);
-                          __syncwarp();
-                        });
-      ring_arrive(&ring.tiles_empty[tile.slot]);
-      ring_arrive(&ring.operands_empty[op.slot]);
-      tile.advance();
-      op.advance();
-    }
+      small_chain_chunk(m, s.tiles[tile], s.operands[op], 16 * warp, meta.count, out, lane,
+                        wait_operands);
+    });
     if (total > 0) small_store_rows(m, args.new_state + rows_at(head), lane);
   } else if (warp == Roles::kLoadWarp) {
     SmallItemCursor load;

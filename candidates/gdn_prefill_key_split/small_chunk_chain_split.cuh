@@ -19,16 +19,16 @@ namespace khk::gdn_prefill {
 
 /// One chunk of `count` tokens for key half `half` (keys 64 * half ..) of the 16 rows from
 /// warp_row0: the outputs of token tile `half` to `out` (as small_chain_chunk), and M advanced.
-/// `x` is the pair's exchange; `xc` its cursor (the chunk's parity slot), advanced here. The
-/// operands are waited for (operands_full, at operands_parity) after D, Dq and the exchange.
+/// `x` is the pair's exchange; `xc` its cursor (the chunk's parity slot), advanced here.
+/// wait_operands() (as small_chain_chunk's) after D, Dq and the exchange.
+template <typename WaitOperands>
 __device__ __forceinline__ void small_chain_chunk_split(float (&m)[8][4], const SmallTiles& tiles,
                                                         const SmallOperands& op, int warp_row0,
                                                         int half, SmallKeyExchange& x, int pair,
                                                         RingCursor<2>& xc, int count,
                                                         __nv_bfloat16* out, int lane,
-                                                        uint64_t* operands_full,
-                                                        uint32_t operands_parity) {
-  const int g = lane / 4, c = lane % 4, mi = lane / 8, r = lane % 8;
+                                                        WaitOperands wait_operands) {
+  const int mi = lane / 8, r = lane % 8;
   const int key0 = 64 * half;
 
   // This half's D and Dq: hi and lo products in separate accumulators.
@@ -81,60 +81,13 @@ __device__ __forceinline__ void small_chain_chunk_split(float (&m)[8][4], const 
   }
   xc.advance();
 
-  // Delta = V X'^T - (D diag(gamma)) X'^T, as small_chain_chunk (both warps).
-  uint32_t va[4], rhi[4], rlo[4];
-  ldmatrix_x4_trans(va, &tiles.v[(mi / 2) * 8 + r][warp_row0 + (mi % 2) * 8]);
-  ring_wait(operands_full, operands_parity);  // only now (small_chain_chunk says why)
-  __syncwarp();
-  split_a_truncated(d[0], d[1], rhi, rlo, -op.gamma[2 * c], -op.gamma[2 * c + 1],
-                    -op.gamma[8 + 2 * c], -op.gamma[9 + 2 * c]);
-  float delta[2][4] = {};
-#pragma unroll
-  for (int nt = 0; nt < 2; ++nt) {
-    const uint4 xb = op.x[nt][lane];
-    mma_bf16(delta[nt], va, xb.x, xb.y);
-    mma_bf16(delta[nt], va, xb.z, xb.w);
-    mma_bf16(delta[nt], rhi, xb.x, xb.y);
-    mma_bf16(delta[nt], rhi, xb.z, xb.w);
-    mma_bf16(delta[nt], rlo, xb.x, xb.y);
-  }
-
-  // O of token tile `half` = Dq diag(scale gamma) + Delta (scale P')^T.
-  {
-    uint32_t dhi[4], dlo[4];
-    split_a_truncated(delta[0], delta[1], dhi, dlo);
-    const int t0 = 8 * half + 2 * c;
-    float o[4] = {dq_own[0] * op.sgamma[t0], dq_own[1] * op.sgamma[t0 + 1],
-                  dq_own[2] * op.sgamma[t0], dq_own[3] * op.sgamma[t0 + 1]};
-    const uint4 pb = op.p[half][lane];
-    mma_bf16(o, dhi, pb.x, pb.y);
-    mma_bf16(o, dhi, pb.z, pb.w);
-    mma_bf16(o, dlo, pb.x, pb.y);
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int t = t0 + e % 2, row = warp_row0 + g + 8 * (e / 2);
-      if (t < count) store_output(out + int64_t{t} * kVHeads * kHeadSize + row, o[e]);
-    }
-  }
-
-  // This half of M = gamma_last M + (Delta diag(w)) K.
-  uint32_t whi[4], wlo[4];
-  split_a_truncated(delta[0], delta[1], whi, wlo, op.w[2 * c], op.w[2 * c + 1],
-                    op.w[8 + 2 * c], op.w[9 + 2 * c]);
-  const float decay = op.gamma_last;
-#pragma unroll
-  for (int j2 = 0; j2 < 4; ++j2) {
-    uint32_t kb[4];
-    ldmatrix_x4_trans(kb, &tiles.k[(mi % 2) * 8 + r][key0 + 8 * (2 * j2 + mi / 2)]);
-#pragma unroll
-    for (int jj = 0; jj < 2; ++jj) {
-      float(&acc)[4] = m[2 * j2 + jj];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) acc[e] *= decay;
-      mma_bf16(acc, whi, kb[2 * jj], kb[2 * jj + 1]);
-      mma_bf16(acc, wlo, kb[2 * jj], kb[2 * jj + 1]);
-    }
-  }
+  wait_operands();  // only now (small_chain_chunk says why)
+  float delta[2][4];
+  small_delta(tiles, op, d, warp_row0, delta, lane);  // both warps: it needs all of D
+  uint32_t dhi[4], dlo[4];
+  split_a_truncated(delta[0], delta[1], dhi, dlo);
+  small_output_tile(dq_own, dhi, dlo, op, half, warp_row0, count, out, lane);
+  small_update_rows(m, tiles, op, delta, key0, lane);
 }
 
 }  // namespace khk::gdn_prefill
