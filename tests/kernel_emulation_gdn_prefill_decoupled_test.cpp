@@ -25,7 +25,6 @@
 #include <gtest/gtest.h>
 
 #include "gdn_prefill_emulation.h"
-#include "kh/check/checker.h"
 #include "route_small_chunk_decoupled.cuh"
 #include "route_small_chunk_persistent.cuh"
 

@@ -19,7 +19,6 @@
 #include <gtest/gtest.h>
 
 #include "gdn_prefill_emulation.h"
-#include "kh/check/checker.h"
 #include "route_small_chunk_decoupled.cuh"
 
 namespace khk::gdn_prefill {

@@ -12,7 +12,6 @@
 #include <gtest/gtest.h>
 
 #include "gdn_prefill_emulation.h"
-#include "kh/check/checker.h"
 #include "route_small_chunk_persistent.cuh"
 
 namespace khk::gdn_prefill {
@@ -60,22 +59,16 @@ OutputSet plain_outputs(const Call& c) {
   return out;
 }
 
-void expect_right(const Call& c, const OutputSet& out) {
-  const CheckResult r =
-      check_outputs(c.def, c.inputs, c.reference, out, official_options(c.def, false));
-  EXPECT_TRUE(r.passed()) << r.message << " (max abs " << r.max_absolute_error << ")";
-}
-
 TEST(PersistentPrefill, FewCtasWalkEveryItemAsThePlainRouteDoes) {
   // Seven sequences of different lengths: 56 items over 1, 3 and 7 CTAs (the snake's rounds run
   // forward and backward, the last one partial), and as many CTAs as items.
   const Call c = draw_prefill_call(prefill_workload("persistent", 181, 7), "", 21);
   const OutputSet plain = plain_outputs(c);
-  expect_right(c, plain);
+  expect_passes(c, plain);
   for (int ctas : {1, 3, 7, 56}) {
     SCOPED_TRACE("ctas " + std::to_string(ctas));
     const OutputSet out = persistent_outputs(c, ctas);
-    expect_right(c, out);
+    expect_passes(c, out);
     expect_same_bits(plain, out, "against the plain route");
   }
 }
@@ -85,13 +78,13 @@ TEST(PersistentPrefill, EmptySequencesEndAtZeroUnderEveryVariant) {
   for (const auto& v : InputGenerator::variants(def)) {
     SCOPED_TRACE("variant " + v.name);
     const Call c = draw_prefill_call(prefill_workload("variants", 100, 6), v.name, 22);
-    expect_right(c, persistent_outputs(c, 5));
+    expect_passes(c, persistent_outputs(c, 5));
   }
 }
 
 TEST(PersistentPrefill, TokensOutsideEverySequenceGetZeroOutput) {
   const Call c = test::draw_prefill_call_with_outside_tokens(23);
-  expect_right(c, persistent_outputs(c, 3));
+  expect_passes(c, persistent_outputs(c, 3));
 }
 
 TEST(PersistentPrefill, InPlaceStateUpdateIsSafe) {
@@ -99,7 +92,7 @@ TEST(PersistentPrefill, InPlaceStateUpdateIsSafe) {
   const Call c = draw_prefill_call(prefill_workload("in-place", 90, 5), "", 24);
   const OutputSet out = test::run_in_place(
       c, [](const gp::PrefillArgs& args) { run_persistent(args, 4, CtaEmulator::Order::descending); });
-  expect_right(c, out);
+  expect_passes(c, out);
 }
 
 TEST(PersistentPrefill, EitherThreadOrderGivesTheSameBits) {

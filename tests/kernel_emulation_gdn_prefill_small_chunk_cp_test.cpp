@@ -15,7 +15,6 @@
 #include <gtest/gtest.h>
 
 #include "gdn_prefill_emulation.h"
-#include "kh/check/checker.h"
 #include "route_small_chunk_cp.cuh"
 
 namespace khk::gdn_prefill {
@@ -31,7 +30,6 @@ namespace gp = khk::gdn_prefill;
 using Call = test::PrefillCall;
 using test::CtaEmulator;
 using test::expect_passes;
-using test::expect_same_bits;
 using test::draw_prefill_call;
 using test::prefill_workload;
 
