@@ -56,21 +56,23 @@ void land(const EmulatedCta::AsyncCopy& c) {
 }
 }  // namespace
 
+// The copies a wait lands land last issued first: the hardware orders no two cp.async copies, so
+// two pending copies to one address (a request overwriting another's destination without a wait
+// between) leave the older one's bytes, and the tests see it.
 void EmulatedCta::land_async_copies(int pending) {
   const std::size_t keep = pending < 0 ? 0 : static_cast<std::size_t>(pending);
-  std::size_t landed = 0;
-  while (async_committed.size() - landed > keep) {
-    for (const AsyncCopy& c : async_committed[landed]) land(c);
-    ++landed;
-  }
+  const std::size_t landed =
+      async_committed.size() > keep ? async_committed.size() - keep : std::size_t{0};
+  for (std::size_t g = landed; g-- > 0;)
+    for (auto c = async_committed[g].rbegin(); c != async_committed[g].rend(); ++c) land(*c);
   async_committed.erase(async_committed.begin(),
                         async_committed.begin() + static_cast<std::ptrdiff_t>(landed));
 }
 
 void EmulatedCta::land_all_async_copies() {
-  land_async_copies(0);
-  for (const AsyncCopy& c : async_open) land(c);
+  for (auto c = async_open.rbegin(); c != async_open.rend(); ++c) land(*c);
   async_open.clear();
+  land_async_copies(0);
 }
 
 void EmulatedCta::yield() { emulator_->wait(thread_, CtaEmulator::Wait::spin); }
@@ -181,6 +183,7 @@ void CtaEmulator::run_warp(int w) {
       ++f.warp_barriers;
     }
     ++events_;
+    if (switch_at_warp_barriers_) return;  // the other warps' turn first
   }
 }
 

@@ -128,6 +128,12 @@ class CtaEmulator {
   /// not wait for its producer reads what is not yet written when the producer lags.
   void set_lagging_warps(std::uint64_t mask) { lagging_ = mask; }
 
+  /// With `on`, a warp whose lanes have all met at a warp barrier (__syncwarp, a shuffle) stops
+  /// there for the round, so warps running the same code interleave at every warp barrier: two
+  /// warps of one role writing the same shared scratch overwrite each other's values between a
+  /// write and its read. Off (the default), a warp runs as far as its waits on others allow.
+  void set_switch_at_warp_barriers(bool on) { switch_at_warp_barriers_ = on; }
+
  private:
   friend class EmulatedCta;
   struct Fibers;
@@ -143,6 +149,7 @@ class CtaEmulator {
   std::int64_t block_ = 0;
   std::int64_t events_ = 0;  // progress: arrivals, barriers released, threads ended
   std::uint64_t lagging_ = 0;
+  bool switch_at_warp_barriers_ = false;
 };
 
 }  // namespace kh::test
