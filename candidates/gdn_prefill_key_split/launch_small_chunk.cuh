@@ -13,22 +13,23 @@
 namespace khk::gdn_prefill {
 
 #if defined(__CUDACC__)  // a host build (the tests' CTA emulator) runs the kernel bodies itself
-/// `ctas` CTAs of kRowWarps chain warps and kProducers producer warps, the sequences longest first
-/// where launch_small_chunk asks; the decoupled narrow CTAs with their chain split by keys where
-/// SMALL_KEY_SPLIT asks (two chain warps per 16 rows, their exchange after SmallSmem). The opt-in
-/// to more than 48 KB of shared memory is set on every call, as the other routes do.
-template <int kRowWarps, int kProducers, bool kLongestFirst>
+/// `ctas` CTAs of kRowWarps groups of 16 value rows and kProducers producer warps, the sequences
+/// longest first where launch_small_chunk asks; with kKeyParts > 1 (decoupled narrow CTAs only)
+/// each group's chain split by keys over that many warps, their exchange after SmallSmem. The
+/// opt-in to more than 48 KB of shared memory is set on every call, as the other routes do.
+template <int kRowWarps, int kProducers, bool kLongestFirst, int kKeyParts = 1>
 cudaError_t launch_small_chunk_ordered(const PrefillArgs& args, int64_t ctas,
                                        cudaStream_t stream) {
   constexpr bool kDecoupled = kSmallDecoupled && kProducers == 4;
-  constexpr int kKeySplit = kDecoupled && kSmallKeySplit && kRowWarps == 2 ? 2 : 1;
-  using Roles = SmallRoles<kRowWarps, kProducers, kKeySplit>;
-  constexpr int bytes = kKeySplit == 2
-                            ? kSmallKeyExchangeOffset + static_cast<int>(sizeof(SmallKeyExchange))
-                            : static_cast<int>(sizeof(SmallSmem));
+  static_assert(kKeyParts == 1 || (kDecoupled && kRowWarps == 2), "decoupled narrow CTAs only");
+  using Roles = SmallRoles<kRowWarps, kProducers, kKeyParts>;
+  constexpr int bytes =
+      kKeyParts > 1
+          ? kSmallKeySplitOffset + static_cast<int>(sizeof(SmallKeySplitSmem<kKeyParts>))
+          : static_cast<int>(sizeof(SmallSmem));
   const auto kernel = [] {
     if constexpr (kDecoupled)
-      return small_chunk_decoupled_kernel<kRowWarps, kLongestFirst, kKeySplit>;
+      return small_chunk_decoupled_kernel<kRowWarps, kLongestFirst, kKeyParts>;
     else return small_chunk_kernel<kRowWarps, kProducers, kLongestFirst>;
   }();
   const cudaError_t e =
@@ -51,6 +52,11 @@ cudaError_t launch_small_chunk(const PrefillArgs& args, cudaStream_t stream) {
   } else if constexpr (kProducers == 2) {  // four producers: at most kSmallFourProducerCtas
     if (args.num_seqs > 1 && ctas >= kSmallRankNarrowMinCtas)
       return launch_small_chunk_ordered<kRowWarps, kProducers, true>(args, ctas, stream);
+  } else if constexpr (kSmallDecoupled && kSmallKeyParts > 1) {
+    // The key-split CTAs hold one SM's registers each (tuning.h, SMALL_KEY_SPLIT_MAX_CTAS).
+    if (ctas <= kSmallKeySplitMaxCtas)
+      return launch_small_chunk_ordered<kRowWarps, kProducers, false, kSmallKeyParts>(args, ctas,
+                                                                                      stream);
   }
   return launch_small_chunk_ordered<kRowWarps, kProducers, false>(args, ctas, stream);
 }

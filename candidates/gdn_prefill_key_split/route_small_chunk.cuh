@@ -157,13 +157,13 @@ struct SmallCtaItem {
   int h, row0;
 };
 
-/// The plain route's CTA prologue (both pipelines; kKeySplit: the CTA's threads, as SmallRoles):
+/// The plain route's CTA prologue (both pipelines; kKeyParts: the CTA's threads, as SmallRoles):
 /// its item, by index or (kLongestFirst) by rank b / (8 x tiles per head) of the sequences by
 /// length, longest first (sequence_order.cuh; it uses s.order and CTA barriers); the tokens
 /// outside every sequence cleared.
-template <int kRowWarps, int kProducers, bool kLongestFirst, int kKeySplit = 1>
+template <int kRowWarps, int kProducers, bool kLongestFirst, int kKeyParts = 1>
 __device__ __forceinline__ SmallCtaItem small_cta_item(const PrefillArgs& args, SmallSmem& s) {
-  using Roles = SmallRoles<kRowWarps, kProducers, kKeySplit>;
+  using Roles = SmallRoles<kRowWarps, kProducers, kKeyParts>;
   constexpr int kRows = Roles::kRows, kThreads = Roles::kThreads;
   SmallCtaItem item;
   const int64_t cta = blockIdx.x;

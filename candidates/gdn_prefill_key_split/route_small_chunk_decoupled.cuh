@@ -37,13 +37,14 @@
 namespace khk::gdn_prefill {
 
 /// Starts the rings (and, for a map's walk, zeroes the V tiles once: its values are zero and it
-/// requests none; with the key split, the pairs' exchange barriers in `x`), then the CTA barrier
+/// requests none; with the key split, the groups' exchange barriers in `x`), then the CTA barrier
 /// that publishes them. Every thread of the CTA.
 /// kMetaArrival: the load warp's lane 0 also arrives plainly on a tile's `full` barrier, releasing
 /// what it wrote beside the tile (the persistent CTAs' chunk metadata).
-template <int kRowWarps, bool kIdentity, bool kMetaArrival = false, int kKeySplit = 1>
-__device__ __forceinline__ void small_ring_start(SmallSmem& s, SmallKeyExchange* x = nullptr) {
-  constexpr int kChainWarps = SmallRoles<kRowWarps, 4, kKeySplit>::kChainWarps;
+template <int kRowWarps, bool kIdentity, bool kMetaArrival = false, int kKeyParts = 1>
+__device__ __forceinline__ void small_ring_start(SmallSmem& s,
+                                                 SmallKeySplitSmem<kKeyParts>* x = nullptr) {
+  constexpr int kChainWarps = SmallRoles<kRowWarps, 4, kKeyParts>::kChainWarps;
   if constexpr (kIdentity) small_zero_value_tiles<SmallRoles<kRowWarps, 4>::kThreads>(s);
   if (threadIdx.x == 0) {
     SmallRing& ring = s.ring;
@@ -52,36 +53,42 @@ __device__ __forceinline__ void small_ring_start(SmallSmem& s, SmallKeyExchange*
       ring_init(&ring.tiles_empty[i], 32 * (kChainWarps + 1));  // the chain and gate warps' lanes
     }
     for (int i = 0; i < 2; ++i) {
+      // One gate warp, one solve and one scale warp per chunk, however many take turns.
       ring_init(&ring.products_full[i], 32);            // the gate warp's lanes
       ring_init(&ring.products_empty[i], 64);           // the solve and scale warps' lanes
       ring_init(&ring.operands_full[i], 64);            // the solve and scale warps' lanes
       ring_init(&ring.operands_empty[i], 32 * kChainWarps);
     }
-    if constexpr (kKeySplit == 2)
-      for (int p = 0; p < SmallKeyExchange::kPairs; ++p)
-        for (int i = 0; i < 2; ++i) ring_init(&x->full[p][i], 64);  // both warps of the pair
+    if constexpr (kKeyParts > 1)
+      for (int g = 0; g < SmallKeyExchange<kKeyParts>::kGroups; ++g)
+        for (int i = 0; i < 2; ++i)
+          ring_init(&x->exchange.full[g][i], 32 * kKeyParts);  // every warp of the group
     ring_init_fence();
   }
   __syncthreads();  // the barriers (and the ranking's reads of s.order, which `scratch` reuses)
 }
 
-/// The solve warp's or the scale warp's loop over `chunks` chunks: phase B of each, from the
-/// products ring into the operands ring.
+/// The solve warp's or the scale warp's loop over chunks first, first + kLanes, ... of `chunks`:
+/// phase B of each, from the products ring into the operands ring. With two lanes of phase B
+/// (kLanes = 2) each warp takes every other chunk, so uses one slot of each ring; two solve warps
+/// each have their own `scratch`.
+template <int kLanes = 1>
 __device__ __forceinline__ void small_solve_or_scale(const PrefillArgs& args, SmallSmem& s,
-                                                     int64_t chunks, bool solve, int lane) {
+                                                     SmallSolveScratch& scratch, int64_t chunks,
+                                                     bool solve, int first, int lane) {
   SmallRing& ring = s.ring;
   RingCursor<2> prod, op;
-  for (int64_t c = 0; c < chunks; ++c) {
+  for (int i = 0; i < first; ++i) prod.advance(), op.advance();
+  for (int64_t c = first; c < chunks; c += kLanes) {
     ring_wait(&ring.products_full[prod.slot], prod.parity);
     ring_wait(&ring.operands_empty[op.slot], op.parity ^ 1);
     __syncwarp();
-    if (solve) small_solve(s.products[prod.slot], s.scratch, s.operands[op.slot], lane);
+    if (solve) small_solve(s.products[prod.slot], scratch, s.operands[op.slot], lane);
     else small_scale(s.products[prod.slot], s.operands[op.slot], args.scale, lane);
     if (c == 0 && solve) trace(kTraceFirstOperands);
     ring_arrive(&ring.products_empty[prod.slot]);
     ring_arrive(&ring.operands_full[op.slot]);
-    prod.advance();
-    op.advance();
+    for (int i = 0; i < kLanes; ++i) prod.advance(), op.advance();
   }
 }
 
@@ -134,21 +141,22 @@ __device__ __forceinline__ void small_chain_walk(const SmallWalk& walk, SmallSme
   if (warp == 0) trace(kTraceStored);
 }
 
-/// The same for a key-split chain warp: rows of group warp / 2, keys of half warp % 2
-/// (small_chunk_chain_split.cuh), its pair exchanging through `x`.
+/// The same for a key-split chain warp: rows of group warp / kParts, keys of part warp % kParts
+/// (small_chunk_chain_split.cuh), its group exchanging through `x`.
+template <int kParts>
 __device__ __forceinline__ void small_chain_walk_split(const SmallWalk& walk, SmallSmem& s,
-                                                       SmallKeyExchange& x, int64_t chunks,
-                                                       int warp, int lane) {
-  const int row0 = walk.row0, pair = warp / 2, half = warp % 2;
-  float m[8][4];
-  const int64_t rows_at = (row0 + 16 * pair) * kHeadSize + 64 * half;
+                                                       SmallKeyExchange<kParts>& x,
+                                                       int64_t chunks, int warp, int lane) {
+  const int row0 = walk.row0, group = warp / kParts, part = warp % kParts;
+  float m[16 / kParts][4];
+  const int64_t rows_at = (row0 + 16 * group) * kHeadSize + kHeadSize / kParts * part;
   small_load_rows(m, walk.entry ? walk.entry + rows_at : nullptr, lane);
   RingCursor<2> xc;
   small_chain_loop(s, chunks, warp, [&](int64_t ci, int tile, int op, auto wait_operands) {
-    small_chain_chunk_split(m, s.tiles[tile], s.operands[op], 16 * pair, half, x, pair, xc,
-                            small_chunk_tokens(walk.length, ci),
-                            walk.output + ci * kSmallChunk * kVHeads * kHeadSize + row0, lane,
-                            wait_operands);
+    small_chain_chunk_split<kParts>(m, s.tiles[tile], s.operands[op], 16 * group, part, x, group,
+                                    xc, small_chunk_tokens(walk.length, ci),
+                                    walk.output + ci * kSmallChunk * kVHeads * kHeadSize + row0,
+                                    lane, wait_operands);
   });
   if (walk.exit) small_store_rows(m, walk.exit + rows_at, lane);
   if (warp == 0) trace(kTraceStored);
@@ -183,16 +191,21 @@ __device__ __forceinline__ void small_gate_walk(const PrefillArgs& args, const S
 
 /// The decoupled walk of one CTA of kRowWarps groups of 16 value rows and four producer warps,
 /// after small_ring_start; kOutput, kIdentity and Out as for small_chunk_walk
-/// (route_small_chunk.cuh). kKeySplit = 2: two chain warps per group, each over half of the keys
-/// (small_chunk_chain_split.cuh; plain outputs only), exchanging through `x`.
+/// (route_small_chunk.cuh). kKeyParts = 2 or 4: that many chain warps per group, each over a part
+/// of the keys (small_chunk_chain_split.cuh; plain outputs only), exchanging through `x`, and the
+/// gate and phase B roles in one or two warps each (SmallRoles). `guessed`: the load warp has
+/// already requested tile slot 0 as a full chunk from token 0 (small_guess_first_tile), which
+/// the walk keeps if its sequence starts there with a full chunk, else lets land and requests
+/// again.
 template <int kRowWarps, bool kOutput = true, bool kIdentity = false,
-          typename Out = __nv_bfloat16, int kKeySplit = 1>
-__device__ __forceinline__ void small_chunk_walk_decoupled(const PrefillArgs& args,
-                                                           const SmallWalk& walk, SmallSmem& s,
-                                                           SmallKeyExchange* x = nullptr) {
-  using Roles = SmallRoles<kRowWarps, 4, kKeySplit>;
-  static_assert(kKeySplit == 1 || (kOutput && !kIdentity && std::is_same_v<Out, __nv_bfloat16> &&
-                                   kRowWarps == SmallKeyExchange::kPairs),
+          typename Out = __nv_bfloat16, int kKeyParts = 1>
+__device__ __forceinline__ void small_chunk_walk_decoupled(
+    const PrefillArgs& args, const SmallWalk& walk, SmallSmem& s,
+    SmallKeySplitSmem<kKeyParts>* x = nullptr, bool guessed = false) {
+  using Roles = SmallRoles<kRowWarps, 4, kKeyParts>;
+  static_assert(kKeyParts == 1 ||
+                    (kOutput && !kIdentity && std::is_same_v<Out, __nv_bfloat16> &&
+                     kRowWarps == SmallKeyExchange<kKeyParts>::kGroups),
                 "the key split runs the plain route's narrow CTAs");
   constexpr int kRows = Roles::kRows;
   SmallRing& ring = s.ring;
@@ -202,42 +215,80 @@ __device__ __forceinline__ void small_chunk_walk_decoupled(const PrefillArgs& ar
   const int64_t chunks = (length + kSmallChunk - 1) / kSmallChunk;
 
   if (warp < Roles::kChainWarps) {
-    if constexpr (kKeySplit == 2) small_chain_walk_split(walk, s, *x, chunks, warp, lane);
+    if constexpr (kKeyParts > 1)
+      small_chain_walk_split<kKeyParts>(walk, s, x->exchange, chunks, warp, lane);
     else small_chain_walk<kOutput, kIdentity, Out>(walk, s, chunks, warp, lane);
   } else if (warp == Roles::kLoadWarp) {
     RingCursor<kSmallTileStages> tile;
     for (int64_t c = 0; c < chunks; ++c) {
       ring_wait(&ring.tiles_empty[tile.slot], tile.parity ^ 1);
-      small_request<kRows>(args, s.tiles[tile.slot], walk.begin + c * kSmallChunk,
-                           small_chunk_tokens(length, c), h, row0, !kIdentity, lane);
-      ring_arrive_on_copies(&ring.tiles_full[tile.slot]);
+      const bool kept = c == 0 && guessed && walk.begin == 0 && length >= kSmallChunk;
+      if (c == 0 && guessed && !kept) {
+        copy_commit();
+        copy_wait<0>();  // the guess lands before the request that overwrites it
+      }
+      if (!kept)
+        small_request<kRows>(args, s.tiles[tile.slot], walk.begin + c * kSmallChunk,
+                             small_chunk_tokens(length, c), h, row0, !kIdentity, lane);
+      ring_arrive_on_copies(&ring.tiles_full[tile.slot]);  // (the kept guess's copies too)
       tile.advance();
     }
     copy_commit();
-    copy_wait<0>();  // no copy outlives the warp
+    copy_wait<0>();  // no copy outlives the warp (an empty sequence's guess included)
   } else if (warp == Roles::kGateWarp) {
     small_gate_walk<Roles::kGates>(args, walk, s, chunks, 0, lane);
   } else if (Roles::kGates == 2 && warp == Roles::kSecondGateWarp) {
     small_gate_walk<Roles::kGates>(args, walk, s, chunks, 1, lane);
-  } else {
-    small_solve_or_scale(args, s, chunks, warp == Roles::kSolveWarp, lane);
+  } else if (warp == Roles::kSolveWarp || warp == Roles::kScaleWarp) {
+    small_solve_or_scale<Roles::kPhaseBLanes>(args, s, s.scratch, chunks,
+                                              warp == Roles::kSolveWarp, 0, lane);
+  } else if constexpr (kKeyParts > 1) {  // the second solve or scale warp (kPhaseBLanes == 2)
+    small_solve_or_scale<Roles::kPhaseBLanes>(args, s, x->odd_scratch, chunks,
+                                              warp == Roles::kSecondSolveWarp, 1, lane);
   }
+}
+
+/// The first tile guessed before the sequence is known (the plain route's CTAs of sequence 0, in
+/// index order): the load warp requests chunk 0 as tokens 0-15 of its head and rows, the copies
+/// landing while every thread reads cu_seqlens and starts the rings. Sequence 0 starts at token 0
+/// unless the call leaves tokens before it, and where its first chunk is full the guess is the
+/// very tile its request would copy, so the walk keeps it (small_chunk_walk_decoupled): a small
+/// call's first tile then waits for one DRAM round trip (the tile's) instead of two (cu_seqlens,
+/// then the tile). Returns whether it guessed; `head` and `row0` need no cu_seqlens.
+template <int kRows>
+__device__ __forceinline__ bool small_guess_first_tile(const PrefillArgs& args, SmallSmem& s,
+                                                      int64_t head, int row0, bool load_warp,
+                                                      int lane) {
+  if (!kSmallGuessFirstTile || head >= kVHeads || args.total_tokens < kSmallChunk) return false;
+  if (load_warp)
+    small_request<kRows>(args, s.tiles[0], 0, kSmallChunk, static_cast<int>(head), row0, true,
+                         lane);
+  return true;
 }
 
 /// One CTA per (sequence, head, row tile), kRowWarps groups of 16 value rows and four producer
 /// warps, each role in its own loop over the chunks. kLongestFirst as for small_chunk_kernel.
-/// kKeySplit = 2 (narrow CTAs): two chain warps per group, their exchange in the shared memory
-/// after SmallSmem (kSmallKeyExchangeOffset).
-template <int kRowWarps, bool kLongestFirst = false, int kKeySplit = 1>
-__global__ void __launch_bounds__(SmallRoles<kRowWarps, 4, kKeySplit>::kThreads)
+/// kKeyParts = 2 or 4 (narrow CTAs): that many chain warps per group, their exchange in the
+/// shared memory after SmallSmem (kSmallKeySplitOffset).
+template <int kRowWarps, bool kLongestFirst = false, int kKeyParts = 1>
+__global__ void __launch_bounds__(SmallRoles<kRowWarps, 4, kKeyParts>::kThreads)
     small_chunk_decoupled_kernel(PrefillArgs args) {
   extern __shared__ __align__(16) unsigned char smem[];
   if (threadIdx.x == 0) trace(kTraceEntry);
   SmallSmem& s = *reinterpret_cast<SmallSmem*>(smem);
-  SmallKeyExchange* x = nullptr;
-  if constexpr (kKeySplit == 2)
-    x = reinterpret_cast<SmallKeyExchange*>(smem + kSmallKeyExchangeOffset);
-  const SmallCtaItem item = small_cta_item<kRowWarps, 4, kLongestFirst, kKeySplit>(args, s);
+  SmallKeySplitSmem<kKeyParts>* x = nullptr;
+  if constexpr (kKeyParts > 1)
+    x = reinterpret_cast<SmallKeySplitSmem<kKeyParts>*>(smem + kSmallKeySplitOffset);
+  using Roles = SmallRoles<kRowWarps, 4, kKeyParts>;
+  bool guessed = false;
+  if constexpr (!kLongestFirst) {  // ranked, a CTA's sequence is known only after the ranking
+    const int64_t cta = blockIdx.x;
+    const int row0 = static_cast<int>(cta % Roles::kTilesPerHead) * Roles::kRows;
+    const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+    guessed = small_guess_first_tile<Roles::kRows>(args, s, cta / Roles::kTilesPerHead, row0,
+                                                   warp == Roles::kLoadWarp, lane);
+  }
+  const SmallCtaItem item = small_cta_item<kRowWarps, 4, kLongestFirst, kKeyParts>(args, s);
   SmallWalk walk;
   walk.begin = item.begin;
   walk.length = item.length;
@@ -249,9 +300,10 @@ __global__ void __launch_bounds__(SmallRoles<kRowWarps, 4, kKeySplit>::kThreads)
   walk.output = args.output + (item.begin * kVHeads + item.h) * kHeadSize;
   walk.exit = args.new_state + state_at;
   if (threadIdx.x == 0) trace(kTraceItem);
-  small_ring_start<kRowWarps, false, false, kKeySplit>(s, x);
+  small_ring_start<kRowWarps, false, false, kKeyParts>(s, x);
   if (threadIdx.x == 0) trace(kTraceRingStarted);
-  small_chunk_walk_decoupled<kRowWarps, true, false, __nv_bfloat16, kKeySplit>(args, walk, s, x);
+  small_chunk_walk_decoupled<kRowWarps, true, false, __nv_bfloat16, kKeyParts>(args, walk, s, x,
+                                                                              guessed);
 }
 
 }  // namespace khk::gdn_prefill

@@ -274,7 +274,7 @@ __global__ void __launch_bounds__(SmallRoles<8, 4>::kThreads)
       prod.advance();
     }
   } else {
-    small_solve_or_scale(args, s, total, warp == Roles::kSolveWarp, lane);
+    small_solve_or_scale(args, s, s.scratch, total, warp == Roles::kSolveWarp, 0, lane);
   }
 }
 

@@ -38,26 +38,32 @@ constexpr int kSmallChunk = 16;  // tokens per chunk
 
 /// The warp roles of a CTA with kRowWarps groups of 16 value rows (2 or 8, chosen per call by
 /// the dispatch: tuning.h, SMALL_CHUNK_WIDE_ITEMS) and kProducers producer warps (2 or 4). Each
-/// group is one chain warp, or with kKeySplit = 2 two, each holding half of the rows' key columns
-/// (the decoupled narrow CTA only: route_small_chunk_decoupled.cuh, SMALL_KEY_SPLIT).
-template <int kRowWarps, int kProducers = 2, int kKeySplit = 1>
+/// group is one chain warp, or with kKeyParts = 2 or 4 that many, each holding a part of the rows'
+/// key columns (the decoupled narrow CTA only: route_small_chunk_decoupled.cuh, SMALL_KEY_PARTS).
+template <int kRowWarps, int kProducers = 2, int kKeyParts = 1>
 struct SmallRoles {
   static_assert(kRowWarps == 2 || kRowWarps == 4 || kRowWarps == 8, "2, 4 or 8 chain warps");
   static_assert(kProducers == 2 || kProducers == 4, "2 or 4 producer warps");
-  static_assert(kKeySplit == 1 || (kKeySplit == 2 && kProducers == 4),
-                "the key split needs the four producers' decoupled pipeline");
+  static_assert(kKeyParts == 1 || ((kKeyParts == 2 || kKeyParts == 4) && kProducers == 4),
+                "the key split (2 or 4 parts) needs the four producers' decoupled pipeline");
   static constexpr int kRows = 16 * kRowWarps;  // value rows per CTA
   static constexpr int kTilesPerHead = kHeadSize / kRows;
-  static constexpr int kChainWarps = kRowWarps * kKeySplit;
+  static constexpr int kChainWarps = kRowWarps * kKeyParts;
   static constexpr int kLoadWarp = kChainWarps;
   static constexpr int kGateWarp = kProducers == 4 ? kChainWarps + 1 : kLoadWarp;
   static constexpr int kSolveWarp = kProducers == 4 ? kChainWarps + 2 : kChainWarps + 1;
   static constexpr int kScaleWarp = kProducers == 4 ? kChainWarps + 3 : kSolveWarp;
-  // Gate warps: the key-split CTA may have a second (SMALL_SPLIT_GATES, after the scale warp),
-  // the two taking the even and the odd chunks: a chunk's gates need nothing of the one before.
-  static constexpr int kGates = kKeySplit == 2 && kSmallSplitGates ? 2 : 1;
+  // The key-split CTA may run each per-chunk producer role twice, the two warps taking the even
+  // and the odd chunks (a chunk's phases A and B need nothing of the chunk before): a second gate
+  // warp (SMALL_SPLIT_GATES) and a second solve and scale warp (SMALL_SPLIT_PHASE_B), after the
+  // scale warp in that order. The load warp stays one: the tile ring is filled in chunk order.
+  static constexpr int kGates = kKeyParts > 1 && kSmallSplitGates ? 2 : 1;
+  static constexpr int kPhaseBLanes = kKeyParts > 1 && kSmallSplitPhaseB ? 2 : 1;
   static constexpr int kSecondGateWarp = kChainWarps + kProducers;  // when kGates == 2
-  static constexpr int kThreads = 32 * (kChainWarps + kProducers + kGates - 1);
+  static constexpr int kSecondSolveWarp = kChainWarps + kProducers + kGates - 1;  // kPhaseBLanes 2
+  static constexpr int kSecondScaleWarp = kSecondSolveWarp + 1;
+  static constexpr int kThreads =
+      32 * (kChainWarps + kProducers + (kGates - 1) + 2 * (kPhaseBLanes - 1));
 };
 
 // Iterations between a chunk's request and its phase A (two: the loads have one whole iteration
@@ -112,14 +118,24 @@ struct SmallRing {
 };
 
 /// The key-split chain's exchange (small_chunk_chain_split.cuh), after SmallSmem in the narrow
-/// key-split CTA's shared memory only (its 12 KB in every CTA would cost the CTAs that share SMs).
-/// Per pair of chain warps (one group of 16 rows) and chunk parity, each warp's partial D over its
-/// keys (both token tiles) and its partial Dq of the other warp's output tile, as its lanes'
-/// fragments; `full` counts both warps' lanes.
+/// key-split CTA's shared memory only (its 16-32 KB in every CTA would cost the CTAs that share
+/// SMs). Per group of 16 rows (kKeyParts chain warps) and chunk parity, each warp's partial D and
+/// Dq over its keys (both token tiles of each), as its lanes' fragments; `full` counts the group's
+/// lanes.
+template <int kKeyParts>
 struct alignas(16) SmallKeyExchange {
-  static constexpr int kPairs = 2;  // the narrow CTA's groups of rows
-  float4 part[kPairs][2][2][3][32];  // [pair][chunk & 1][key half][D tile 0, D tile 1, Dq][lane]
-  uint64_t full[kPairs][2];          // [pair][chunk & 1]
+  static constexpr int kGroups = 2;  // the narrow CTA's groups of rows
+  // [group][chunk & 1][part][D tile 0, D tile 1, Dq tile 0, Dq tile 1][lane]
+  float4 part[kGroups][2][kKeyParts][4][32];
+  uint64_t full[kGroups][2];                  // [group][chunk & 1]
+};
+
+/// What the key-split CTA keeps after SmallSmem: the exchange, and the second solve warp's
+/// scratch (SMALL_SPLIT_PHASE_B; the first uses SmallSmem's).
+template <int kKeyParts>
+struct alignas(16) SmallKeySplitSmem {
+  SmallKeyExchange<kKeyParts> exchange;
+  SmallSolveScratch odd_scratch;
 };
 
 struct SmallSmem {
@@ -136,7 +152,7 @@ struct SmallSmem {
   };
 };
 
-/// Where the key-split CTA's SmallKeyExchange starts in its shared memory.
-constexpr int kSmallKeyExchangeOffset = (static_cast<int>(sizeof(SmallSmem)) + 15) / 16 * 16;
+/// Where the key-split CTA's SmallKeySplitSmem starts in its shared memory.
+constexpr int kSmallKeySplitOffset = (static_cast<int>(sizeof(SmallSmem)) + 15) / 16 * 16;
 
 }  // namespace khk::gdn_prefill

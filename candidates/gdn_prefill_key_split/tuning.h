@@ -14,8 +14,9 @@
     !defined(SMALL_CHUNK_MIN_AVG_TOKENS) || !defined(SMALL_CP_OVERLAP_MIN_SEQS) || \
     !defined(SMALL_RANK_MIN_CTAS) || !defined(SMALL_PERSISTENT_CTAS) || \
     !defined(SMALL_PERSISTENT_MIN_ITEMS) || !defined(SMALL_RANK_NARROW_MIN_CTAS) || \
-    !defined(SMALL_DECOUPLED) || !defined(SMALL_KEY_SPLIT) || \
-    !defined(SMALL_SPLIT_GATES)
+    !defined(SMALL_DECOUPLED) || !defined(SMALL_KEY_PARTS) || \
+    !defined(SMALL_SPLIT_GATES) || !defined(SMALL_SPLIT_PHASE_B) || \
+    !defined(SMALL_KEY_SPLIT_MAX_CTAS) || !defined(SMALL_GUESS_FIRST_TILE)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
 
@@ -53,15 +54,35 @@ constexpr long long kSmallFourProducerCtas = SMALL_FOUR_PRODUCER_CTAS;
 // two roles) stay in lockstep.
 constexpr bool kSmallDecoupled = SMALL_DECOUPLED != 0;
 // The decoupled narrow CTAs (2 groups of 16 value rows, four producers) split each group's state
-// by keys over two chain warps (1; small_chunk_chain_split.cuh: each warp half of the state
-// products and of the outputs, one exchange of partial D per chunk) or hold it in one (0). Once
-// decoupled, a chunk costs what the chain warp's step costs; the split halves its MMA chains.
-constexpr bool kSmallKeySplit = SMALL_KEY_SPLIT != 0;
+// by keys over kSmallKeyParts chain warps (2 or 4; small_chunk_chain_split.cuh: each warp its part
+// of the state products, one exchange of partial D and Dq per chunk) or hold it in one (1). Once
+// decoupled, a chunk costs what the chain warp's step costs (about 690 instructions at ~2.9 cycles
+// each on one H200); the split shortens its MMA chains and its instruction count by the parts,
+// and adds the exchange.
+constexpr int kSmallKeyParts = SMALL_KEY_PARTS;
+static_assert(kSmallKeyParts == 1 || kSmallKeyParts == 2 || kSmallKeyParts == 4,
+              "SMALL_KEY_PARTS is 1, 2 or 4");
+// ... for calls of at most this many narrow CTAs; above, the unsplit decoupled CTAs. A key-split
+// CTA takes about 48-50 K of an SM's 64 K registers (2 parts: 11 warps at 132 registers; 4: 15 at
+// 102), so a second one waits for an SM of its own where two unsplit ones (6 warps at ~150)
+// share it: past one CTA per SM (132 on an H200) the split would run its CTAs in two waves.
+constexpr long long kSmallKeySplitMaxCtas = SMALL_KEY_SPLIT_MAX_CTAS;
 // The key-split CTAs have a second gate warp (1: the two take the even and the odd chunks) or one
 // (0). A chunk's gate work (the gates, K K^T, Q K^T and A) does not depend on the chunk before,
 // so two warps double the role's throughput; by the 2026-12-03 profiles the gate warp (~590
 // instructions per chunk) is next in length after a chain warp, which the key split shortens.
 constexpr bool kSmallSplitGates = SMALL_SPLIT_GATES != 0;
+// ... and a second solve warp and scale warp (1: the even and the odd chunks' phase B) or one of
+// each (0): the solve warp's inverse (~400-590 instructions per chunk by the same profiles) would
+// bound a chain step shortened by the split.
+constexpr bool kSmallSplitPhaseB = SMALL_SPLIT_PHASE_B != 0;
+// The decoupled plain route's CTAs of sequence 0 request their first tile as tokens 0-15 before
+// cu_seqlens arrives (1; route_small_chunk_decoupled.cuh, small_guess_first_tile), keeping it where
+// the sequence starts at token 0 with a full chunk, or first read cu_seqlens (0). A small call's
+// first chunk is a chain of dependent DRAM reads (cu_seqlens, the tile, then the products and the
+// chain step): the guess takes one round trip off it (about 0.5-1 us of a ~5 us start on one H200
+// with the L2 flushed, if the round trips measured elsewhere hold here; not yet measured).
+constexpr bool kSmallGuessFirstTile = SMALL_GUESS_FIRST_TILE != 0;
 // The small-chunk route in context-parallel groups (route_small_chunk_cp.cuh: a map pass, an fp32
 // scan and a correction, 8 chain warps and four producers per CTA) where the workspace holds the
 // groups' matrices and per-token partials: in the most groups per sequence, from 2 to
