@@ -117,7 +117,7 @@ Call call_with_cu_seqlens(std::int64_t tokens, const std::vector<std::int64_t>& 
 }
 
 TEST(KeySplitSmallChunkPrefill, KeepsTheGuessedFirstTileOnlyWhereItIsTheRequestedOne) {
-  // Sequence 0's CTAs request tokens 0-15 before reading cu_seqlens (SMALL_GUESS_FIRST_TILE).
+  // Sequence 0's CTAs request tokens 0-15 before reading cu_seqlens (SMALL_EARLY_START).
   // Kept: a full first chunk from token 0. Replaced after landing (the emulator lands pending
   // copies last issued first, so a request that does not wait for the guess loses to it): a
   // first sequence shorter than a chunk, one that starts after token 0, an empty one.

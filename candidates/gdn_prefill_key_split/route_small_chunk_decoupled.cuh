@@ -194,7 +194,7 @@ __device__ __forceinline__ void small_gate_walk(const PrefillArgs& args, const S
 /// (route_small_chunk.cuh). kKeyParts = 2 or 4: that many chain warps per group, each over a part
 /// of the keys (small_chunk_chain_split.cuh; plain outputs only), exchanging through `x`, and the
 /// gate and phase B roles in one or two warps each (SmallRoles). `guessed`: the load warp has
-/// already requested tile slot 0 as a full chunk from token 0 (small_guess_first_tile), which
+/// already requested tile slot 0 as a full chunk from token 0 (small_start_early), which
 /// the walk keeps if its sequence starts there with a full chunk, else lets land and requests
 /// again.
 template <int kRowWarps, bool kOutput = true, bool kIdentity = false,
@@ -248,21 +248,39 @@ __device__ __forceinline__ void small_chunk_walk_decoupled(
   }
 }
 
-/// The first tile guessed before the sequence is known (the plain route's CTAs of sequence 0, in
-/// index order): the load warp requests chunk 0 as tokens 0-15 of its head and rows, the copies
-/// landing while every thread reads cu_seqlens and starts the rings. Sequence 0 starts at token 0
-/// unless the call leaves tokens before it, and where its first chunk is full the guess is the
-/// very tile its request would copy, so the walk keeps it (small_chunk_walk_decoupled): a small
-/// call's first tile then waits for one DRAM round trip (the tile's) instead of two (cu_seqlens,
-/// then the tile). Returns whether it guessed; `head` and `row0` need no cu_seqlens.
-template <int kRows>
-__device__ __forceinline__ bool small_guess_first_tile(const PrefillArgs& args, SmallSmem& s,
-                                                      int64_t head, int row0, bool load_warp,
-                                                      int lane) {
-  if (!kSmallGuessFirstTile || head >= kVHeads || args.total_tokens < kSmallChunk) return false;
-  if (load_warp)
-    small_request<kRows>(args, s.tiles[0], 0, kSmallChunk, static_cast<int>(head), row0, true,
-                         lane);
+/// Asks the L2 for the line holding `p`: no register written, nothing to wait for.
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+#if defined(__CUDACC__)
+  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+#else
+  (void)p;
+#endif
+}
+
+/// What a plain-route CTA in index order can start before it reads cu_seqlens (SMALL_EARLY_START;
+/// `head` = sequence * 8 + h and `row0` come from the CTA's index): every CTA asks the L2 for its
+/// state rows and its head's gate parameters, which the chain and gate warps read after the
+/// rings start; the CTAs of sequence 0 request their first tile, guessed as tokens 0-15 of their
+/// head and rows (the load warp), the copies landing while every thread reads cu_seqlens and
+/// starts the rings. Sequence 0 starts at token 0 unless the call leaves tokens before it, and
+/// where its first chunk is full the guess is the very tile its request would copy, so the walk
+/// keeps it (small_chunk_walk_decoupled). A small call's first chunk then waits for one DRAM
+/// round trip (the tile's) instead of two (cu_seqlens, then the tile). Returns whether it guessed.
+template <int kRows, int kThreads>
+__device__ __forceinline__ bool small_start_early(const PrefillArgs& args, SmallSmem& s,
+                                                  int64_t head, int row0, bool load_warp,
+                                                  int lane) {
+  if (!kSmallEarlyStart) return false;
+  const int h = static_cast<int>(head % kVHeads);
+  if (args.state) {
+    constexpr int kLines = kRows * kHeadSize * 4 / 128;  // the CTA's rows are contiguous
+    const float* rows = args.state + head * kStateFloats + int64_t{row0} * kHeadSize;
+    for (int i = static_cast<int>(threadIdx.x); i < kLines; i += kThreads)
+      prefetch_l2(rows + 32 * i);
+  }
+  if (threadIdx.x == 0) prefetch_l2(args.A_log + h), prefetch_l2(args.dt_bias + h);
+  if (head >= kVHeads || args.total_tokens < kSmallChunk) return false;
+  if (load_warp) small_request<kRows>(args, s.tiles[0], 0, kSmallChunk, h, row0, true, lane);
   return true;
 }
 
@@ -285,8 +303,8 @@ __global__ void __launch_bounds__(SmallRoles<kRowWarps, 4, kKeyParts>::kThreads)
     const int64_t cta = blockIdx.x;
     const int row0 = static_cast<int>(cta % Roles::kTilesPerHead) * Roles::kRows;
     const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-    guessed = small_guess_first_tile<Roles::kRows>(args, s, cta / Roles::kTilesPerHead, row0,
-                                                   warp == Roles::kLoadWarp, lane);
+    guessed = small_start_early<Roles::kRows, Roles::kThreads>(
+        args, s, cta / Roles::kTilesPerHead, row0, warp == Roles::kLoadWarp, lane);
   }
   const SmallCtaItem item = small_cta_item<kRowWarps, 4, kLongestFirst, kKeyParts>(args, s);
   SmallWalk walk;

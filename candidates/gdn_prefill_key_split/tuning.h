@@ -16,7 +16,7 @@
     !defined(SMALL_PERSISTENT_MIN_ITEMS) || !defined(SMALL_RANK_NARROW_MIN_CTAS) || \
     !defined(SMALL_DECOUPLED) || !defined(SMALL_KEY_PARTS) || \
     !defined(SMALL_SPLIT_GATES) || !defined(SMALL_SPLIT_PHASE_B) || \
-    !defined(SMALL_KEY_SPLIT_MAX_CTAS) || !defined(SMALL_GUESS_FIRST_TILE)
+    !defined(SMALL_KEY_SPLIT_MAX_CTAS) || !defined(SMALL_EARLY_START)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
 
@@ -76,13 +76,14 @@ constexpr bool kSmallSplitGates = SMALL_SPLIT_GATES != 0;
 // each (0): the solve warp's inverse (~400-590 instructions per chunk by the same profiles) would
 // bound a chain step shortened by the split.
 constexpr bool kSmallSplitPhaseB = SMALL_SPLIT_PHASE_B != 0;
-// The decoupled plain route's CTAs of sequence 0 request their first tile as tokens 0-15 before
-// cu_seqlens arrives (1; route_small_chunk_decoupled.cuh, small_guess_first_tile), keeping it where
-// the sequence starts at token 0 with a full chunk, or first read cu_seqlens (0). A small call's
-// first chunk is a chain of dependent DRAM reads (cu_seqlens, the tile, then the products and the
-// chain step): the guess takes one round trip off it (about 0.5-1 us of a ~5 us start on one H200
-// with the L2 flushed, if the round trips measured elsewhere hold here; not yet measured).
-constexpr bool kSmallGuessFirstTile = SMALL_GUESS_FIRST_TILE != 0;
+// The decoupled plain route's CTAs (index order) start what they can before reading cu_seqlens
+// (1; route_small_chunk_decoupled.cuh, small_start_early): the L2 fetches their state rows and
+// gate parameters, and the CTAs of sequence 0 request their first tile as tokens 0-15, keeping it
+// where the sequence starts at token 0 with a full chunk; or read cu_seqlens first (0). A small
+// call's first chunk is a chain of dependent DRAM reads (cu_seqlens, the tile, then the products
+// and the chain step): this takes one round trip off it (about 0.5-1 us of a ~5 us start on one
+// H200 with the L2 flushed, if the round trips measured elsewhere hold here; not yet measured).
+constexpr bool kSmallEarlyStart = SMALL_EARLY_START != 0;
 // The small-chunk route in context-parallel groups (route_small_chunk_cp.cuh: a map pass, an fp32
 // scan and a correction, 8 chain warps and four producers per CTA) where the workspace holds the
 // groups' matrices and per-token partials: in the most groups per sequence, from 2 to
