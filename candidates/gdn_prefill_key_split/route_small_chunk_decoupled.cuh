@@ -96,11 +96,11 @@ __device__ __forceinline__ void small_solve_or_scale(const PrefillArgs& args, Sm
 /// step(ci, tile slot, operands slot, wait_operands) -- the step calls wait_operands() itself,
 /// after D and Dq (small_chain_chunk) -- and the arrivals that free both buffers. Chain warp 0
 /// leaves the timeline's marks (trace.cuh).
-template <class Step>
+template <int kTileSlots = kSmallTileStages, class Step>
 __device__ __forceinline__ void small_chain_loop(SmallSmem& s, int64_t chunks, int warp,
                                                  Step&& step) {
   SmallRing& ring = s.ring;
-  RingCursor<kSmallTileStages> tile;
+  RingCursor<kTileSlots> tile;
   RingCursor<2> op;
   for (int64_t ci = 0; ci < chunks; ++ci) {
     ring_wait(&ring.tiles_full[tile.slot], tile.parity);
@@ -142,8 +142,8 @@ __device__ __forceinline__ void small_chain_walk(const SmallWalk& walk, SmallSme
 }
 
 /// The same for a key-split chain warp: rows of group warp / kParts, keys of part warp % kParts
-/// (small_chunk_chain_split.cuh), its group exchanging through `x`.
-template <int kParts>
+/// (small_chunk_chain_split.cuh), its group exchanging through `x`; the tile ring of kTileSlots.
+template <int kParts, int kTileSlots>
 __device__ __forceinline__ void small_chain_walk_split(const SmallWalk& walk, SmallSmem& s,
                                                        SmallKeyExchange<kParts>& x,
                                                        int64_t chunks, int warp, int lane) {
@@ -152,7 +152,8 @@ __device__ __forceinline__ void small_chain_walk_split(const SmallWalk& walk, Sm
   const int64_t rows_at = (row0 + 16 * group) * kHeadSize + kHeadSize / kParts * part;
   small_load_rows(m, walk.entry ? walk.entry + rows_at : nullptr, lane);
   RingCursor<2> xc;
-  small_chain_loop(s, chunks, warp, [&](int64_t ci, int tile, int op, auto wait_operands) {
+  small_chain_loop<kTileSlots>(s, chunks, warp, [&](int64_t ci, int tile, int op,
+                                                   auto wait_operands) {
     small_chain_chunk_split<kParts>(m, s.tiles[tile], s.operands[op], 16 * group, part, x, group,
                                     xc, small_chunk_tokens(walk.length, ci),
                                     walk.output + ci * kSmallChunk * kVHeads * kHeadSize + row0,
@@ -164,15 +165,17 @@ __device__ __forceinline__ void small_chain_walk_split(const SmallWalk& walk, Sm
 
 /// A gate warp's loop (phase A) over chunks first, first + kGates, ... of a walk's `chunks`: from
 /// the tile ring into products slot c & 1. With two gate warps each takes every other chunk, so
-/// each uses one products slot and skips every other tile.
-template <int kGates>
+/// each uses one products slot and, on a ring of kTileSlots (SmallRoles::kTileSlots), the slots
+/// of its chunks' parity.
+template <int kGates, int kTileSlots>
 __device__ __forceinline__ void small_gate_walk(const PrefillArgs& args, const SmallWalk& walk,
                                                 SmallSmem& s, int64_t chunks, int first,
                                                 int lane) {
   SmallRing& ring = s.ring;
   const int h = walk.h;
   const float A_log = args.A_log[h], dt_bias = args.dt_bias[h];
-  RingCursor<kSmallTileStages> tile;
+  static_assert(kGates == 1 || kTileSlots % kGates == 0, "a slot's chunks to one gate warp");
+  RingCursor<kTileSlots> tile;
   RingCursor<2> prod;
   for (int i = 0; i < first; ++i) tile.advance(), prod.advance();
   for (int64_t c = first; c < chunks; c += kGates) {
@@ -216,10 +219,11 @@ __device__ __forceinline__ void small_chunk_walk_decoupled(
 
   if (warp < Roles::kChainWarps) {
     if constexpr (kKeyParts > 1)
-      small_chain_walk_split<kKeyParts>(walk, s, x->exchange, chunks, warp, lane);
+      small_chain_walk_split<kKeyParts, Roles::kTileSlots>(walk, s, x->exchange, chunks, warp,
+                                                           lane);
     else small_chain_walk<kOutput, kIdentity, Out>(walk, s, chunks, warp, lane);
   } else if (warp == Roles::kLoadWarp) {
-    RingCursor<kSmallTileStages> tile;
+    RingCursor<Roles::kTileSlots> tile;
     for (int64_t c = 0; c < chunks; ++c) {
       ring_wait(&ring.tiles_empty[tile.slot], tile.parity ^ 1);
       const bool kept = c == 0 && guessed && walk.begin == 0 && length >= kSmallChunk;
@@ -236,9 +240,9 @@ __device__ __forceinline__ void small_chunk_walk_decoupled(
     copy_commit();
     copy_wait<0>();  // no copy outlives the warp (an empty sequence's guess included)
   } else if (warp == Roles::kGateWarp) {
-    small_gate_walk<Roles::kGates>(args, walk, s, chunks, 0, lane);
+    small_gate_walk<Roles::kGates, Roles::kTileSlots>(args, walk, s, chunks, 0, lane);
   } else if (Roles::kGates == 2 && warp == Roles::kSecondGateWarp) {
-    small_gate_walk<Roles::kGates>(args, walk, s, chunks, 1, lane);
+    small_gate_walk<Roles::kGates, Roles::kTileSlots>(args, walk, s, chunks, 1, lane);
   } else if (warp == Roles::kSolveWarp || warp == Roles::kScaleWarp) {
     small_solve_or_scale<Roles::kPhaseBLanes>(args, s, s.scratch, chunks,
                                               warp == Roles::kSolveWarp, 0, lane);

@@ -36,6 +36,12 @@ namespace khk::gdn_prefill {
 
 constexpr int kSmallChunk = 16;  // tokens per chunk
 
+// Iterations between a chunk's request and its phase A (two: the loads have one whole iteration
+// and more to land), and between its request and its chain step.
+constexpr int kSmallLoadLead = 2;
+constexpr int kSmallChainLag = kSmallLoadLead + 2;
+constexpr int kSmallTileStages = kSmallChainLag + 1;  // a chunk's tiles live from request to chain
+
 /// The warp roles of a CTA with kRowWarps groups of 16 value rows (2 or 8, chosen per call by
 /// the dispatch: tuning.h, SMALL_CHUNK_WIDE_ITEMS) and kProducers producer warps (2 or 4). Each
 /// group is one chain warp, or with kKeyParts = 2 or 4 that many, each holding a part of the rows'
@@ -64,13 +70,14 @@ struct SmallRoles {
   static constexpr int kSecondScaleWarp = kSecondSolveWarp + 1;
   static constexpr int kThreads =
       32 * (kChainWarps + kProducers + (kGates - 1) + 2 * (kPhaseBLanes - 1));
+  // The tile ring's slots the decoupled walk uses: all kSmallTileStages (5), or 4 with two gate
+  // warps, so that each slot's chunks are all even or all odd and each gate warp waits on every
+  // phase of its slots' `tiles_full` barriers. On an odd ring a gate warp would skip every other
+  // phase of each slot, and a wait for parity p passes at once while the barrier is still a
+  // phase behind: only the in-order completion of the load warp's copy arrivals, which PTX does
+  // not state, would keep it from reading a tile still in flight.
+  static constexpr int kTileSlots = kGates == 2 ? 4 : kSmallTileStages;
 };
-
-// Iterations between a chunk's request and its phase A (two: the loads have one whole iteration
-// and more to land), and between its request and its chain step.
-constexpr int kSmallLoadLead = 2;
-constexpr int kSmallChainLag = kSmallLoadLead + 2;
-constexpr int kSmallTileStages = kSmallChainLag + 1;  // a chunk's tiles live from request to chain
 
 // Row strides in bf16 (272 B): the eight row addresses of an ldmatrix fall in distinct bank
 // groups. The V tile is sized for the widest CTA (128 rows), whatever the CTA's width.
