@@ -79,6 +79,11 @@ void EmulatedCta::yield() { emulator_->wait(thread_, CtaEmulator::Wait::spin); }
 
 void EmulatedCta::progress() { ++emulator_->events_; }
 
+void EmulatedCta::defer(void (*fn)(void*), void* arg) {
+  emulator_->deferred_.emplace_back(fn, arg);
+  ++emulator_->events_;
+}
+
 float EmulatedCta::shfl_xor(float x, int lane_mask) {
   if (lane_mask < 0 || lane_mask >= kWarpSize)
     throw Error(fmt::format("shfl_xor: lane mask {} outside the warp", lane_mask));
@@ -238,6 +243,7 @@ void CtaEmulator::run(const std::function<void(EmulatedCta&)>& program, std::int
   barriers_ = 0;
   try {
     events_ = 1;  // the start
+    deferred_.clear();
     for (;;) {
       // Warps one after another, each as far as it goes: a value one warp reads of another's
       // writes without a CTA barrier between differs between the two orders.
@@ -258,6 +264,11 @@ void CtaEmulator::run(const std::function<void(EmulatedCta&)>& program, std::int
       });
       if (!waiting) {
         release_cta_barrier();
+        ++events_;
+      } else if (events_ == events_before && !deferred_.empty()) {
+        const auto [fn, arg] = deferred_.back();  // the latest: see EmulatedCta::defer
+        deferred_.pop_back();
+        fn(arg);
         ++events_;
       } else if (events_ == events_before) {
         int spin = 0, cta = 0;

@@ -35,6 +35,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace kh::test {
@@ -60,6 +61,11 @@ class EmulatedCta {
   /// Tells the emulator that a condition some thread may wait on has changed (an arrival on a
   /// barrier in shared memory); without it a round where only yields happen is a deadlock.
   void progress();
+  /// An event the hardware performs on its own some time later (an mbarrier arrival made when a
+  /// thread's cp.async copies land): `fn(arg)` runs from the scheduler, once every thread is
+  /// waiting, the latest deferred first, so such arrivals on one barrier or on several come in
+  /// the order PTX leaves free, the reverse of their issue. fn must not wait or yield.
+  void defer(void (*fn)(void*), void* arg);
   float shfl_xor(float x, int lane_mask);
 
   /// Warp-collective exchange: publish(v) makes v visible to the warp's lanes (a warp barrier),
@@ -150,6 +156,7 @@ class CtaEmulator {
   std::int64_t events_ = 0;  // progress: arrivals, barriers released, threads ended
   std::uint64_t lagging_ = 0;
   bool switch_at_warp_barriers_ = false;
+  std::vector<std::pair<void (*)(void*), void*>> deferred_;  // EmulatedCta::defer, oldest first
 };
 
 }  // namespace kh::test

@@ -7,6 +7,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -168,6 +169,26 @@ TEST(CtaEmulator, ThreadsWaitingOnSharedFlagsHandOverInEitherOrder) {
   const std::vector<int> expected = {1, 11, 21, 31, 41};
   EXPECT_EQ(mailbox(CtaEmulator::Order::ascending, 5), expected);
   EXPECT_EQ(mailbox(CtaEmulator::Order::descending, 5), expected);
+}
+
+TEST(CtaEmulator, DeferredEventsRunWhenEveryThreadWaitsLatestFirst) {
+  // Thread 0 defers two events, then waits until both have run: they run only once it waits,
+  // and the second one first (as cp.async-triggered arrivals may land in any order).
+  CtaEmulator emulator(32, 0);
+  std::vector<int> ran;
+  emulator.run([&](EmulatedCta& cta) {
+    if (cta.thread() != 0) return;
+    const auto record = [](void* arg) {
+      auto* p = static_cast<std::pair<std::vector<int>*, int>*>(arg);
+      p->first->push_back(p->second);
+    };
+    std::pair<std::vector<int>*, int> first{&ran, 1}, second{&ran, 2};
+    cta.defer(record, &first);
+    cta.defer(record, &second);
+    EXPECT_TRUE(ran.empty());
+    while (ran.size() < 2) cta.yield();
+  });
+  EXPECT_EQ(ran, (std::vector<int>{2, 1}));
 }
 
 // The message of the kh::Error a run throws ("" if it returns).

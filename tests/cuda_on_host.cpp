@@ -104,6 +104,8 @@ void pipeline_yield() { EmulatedCta::current().yield(); }
 
 void pipeline_progress() { EmulatedCta::current().progress(); }
 
+void pipeline_defer(void (*fn)(void*), void* arg) { EmulatedCta::current().defer(fn, arg); }
+
 void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   EmulatedCta& cta = EmulatedCta::current();
   cta.publish(MmaFragments{{a[0], a[1], a[2], a[3]}, {b0, b1}});

@@ -25,6 +25,8 @@
 namespace khk_host {  // tests/cuda_on_host.cpp
 void pipeline_yield();     // the running thread gives way to the other warps
 void pipeline_progress();  // an arrival: a condition other threads wait on may have changed
+// fn(arg) later, from the scheduler, latest first (an arrival the hardware makes on its own)
+void pipeline_defer(void (*fn)(void*), void* arg);
 }  // namespace khk_host
 #endif
 
@@ -36,7 +38,8 @@ constexpr uint64_t kCountMask = 0x7fffffffull;
 inline uint64_t pack(uint64_t pending, uint64_t expected, uint64_t phase) {
   return pending | expected << 32 | phase << 63;
 }
-inline void arrive(uint64_t* barrier) {
+/// The arrival's count and phase flip alone (no yield: the scheduler runs deferred arrivals).
+inline void count(uint64_t* barrier) {
   const uint64_t v = *reinterpret_cast<volatile uint64_t*>(barrier);
   const uint64_t pending = v & kCountMask, expected = (v >> 32) & kCountMask, phase = v >> 63;
   if (v == ~uint64_t{0} || pending == 0 || expected == 0) {  // poisoned: never initialised
@@ -45,6 +48,9 @@ inline void arrive(uint64_t* barrier) {
   }
   *reinterpret_cast<volatile uint64_t*>(barrier) =
       pending > 1 ? pack(pending - 1, expected, phase) : pack(expected, expected, phase ^ 1);
+}
+inline void arrive(uint64_t* barrier) {
+  count(barrier);
   khk_host::pipeline_progress();
   // The other warps run before this thread goes on, as on the device, where whoever waits on the
   // phase may start at once: a buffer read after the arrival that frees it reads the next round.
@@ -93,8 +99,12 @@ __device__ __forceinline__ void ring_arrive_on_copies(uint64_t* barrier) {
                    smem_address(barrier))
                : "memory");
 #else
-  khk_host::async_wait_all();  // the copies land, then the arrival
-  host_barrier::arrive(barrier);
+  // The copies land now, the arrival later: deferred to when every thread waits, the latest
+  // first, so the arrivals of one thread come in reverse order (PTX orders none of them).
+  khk_host::async_wait_all();
+  khk_host::pipeline_defer([](void* b) { host_barrier::count(static_cast<uint64_t*>(b)); },
+                           barrier);
+  khk_host::pipeline_yield();
 #endif
 }
 
