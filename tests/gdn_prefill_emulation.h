@@ -3,10 +3,12 @@
 // checks they make (the official tolerance against the reference; the same bits as another run).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -79,16 +81,21 @@ inline khk::gdn_prefill::PrefillArgs prefill_args(const InputSet& in, OutputSet&
   return args;
 }
 
+/// A call of `tokens` tokens whose cu_seqlens are `cu` (set after drawing, the reference redone).
+inline PrefillCall draw_prefill_call_with_cu_seqlens(std::int64_t tokens,
+                                                     const std::vector<std::int64_t>& cu,
+                                                     std::int64_t trial) {
+  PrefillCall c = draw_prefill_call(
+      prefill_workload("cu", tokens, static_cast<std::int64_t>(cu.size()) - 1), "", trial);
+  std::copy(cu.begin(), cu.end(), c.inputs.at("cu_seqlens").data<std::int64_t>());
+  c.reference = run_cpu_reference(c.def, c.axes, c.inputs);
+  return c;
+}
+
 /// A 30-token call of two sequences with tokens outside both (0-3 before the first, 27-29 after
 /// the last), whose output the reference leaves zero; only cu_seqlens[-1] == T is required.
 inline PrefillCall draw_prefill_call_with_outside_tokens(std::int64_t trial) {
-  PrefillCall c = draw_prefill_call(prefill_workload("gaps", 30, 2), "", trial);
-  std::int64_t* cu = c.inputs.at("cu_seqlens").data<std::int64_t>();
-  cu[0] = 4;   // tokens 0..3 before the first sequence
-  cu[2] = 27;  // tokens 27..29 after the last
-  if (cu[1] < cu[0] || cu[1] > cu[2]) cu[1] = 15;
-  c.reference = run_cpu_reference(c.def, c.axes, c.inputs);
-  return c;
+  return draw_prefill_call_with_cu_seqlens(30, {4, 15, 27}, trial);
 }
 
 /// The outputs of `run(args)` with new_state the state itself (a copy of the call's), as an

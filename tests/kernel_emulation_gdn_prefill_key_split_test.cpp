@@ -106,16 +106,6 @@ TEST(KeySplitSmallChunkPrefill, TokensOutsideEverySequenceGetZeroOutput) {
   expect_passes(c, run_route(c, CtaEmulator::Order::ascending));
 }
 
-/// A call of `tokens` tokens whose cu_seqlens are `cu` (set after drawing, the reference redone).
-Call call_with_cu_seqlens(std::int64_t tokens, const std::vector<std::int64_t>& cu,
-                          std::int64_t trial) {
-  Call c = draw_prefill_call(
-      prefill_workload("cu", tokens, static_cast<std::int64_t>(cu.size()) - 1), "", trial);
-  std::copy(cu.begin(), cu.end(), c.inputs.at("cu_seqlens").data<std::int64_t>());
-  c.reference = run_cpu_reference(c.def, c.axes, c.inputs);
-  return c;
-}
-
 TEST(KeySplitSmallChunkPrefill, KeepsTheGuessedFirstTileOnlyWhereItIsTheRequestedOne) {
   // Sequence 0's CTAs request tokens 0-15 before reading cu_seqlens (SMALL_EARLY_START).
   // Kept: a full first chunk from token 0. Replaced after landing (the emulator lands pending
@@ -129,7 +119,7 @@ TEST(KeySplitSmallChunkPrefill, KeepsTheGuessedFirstTileOnlyWhereItIsTheRequeste
   std::int64_t trial = 20;
   for (const auto& [what, cu] : cases) {
     SCOPED_TRACE(what);
-    const Call c = call_with_cu_seqlens(40, cu, trial++);
+    const Call c = test::draw_prefill_call_with_cu_seqlens(40, cu, trial++);
     expect_passes(c, run_route(c, CtaEmulator::Order::ascending));
     expect_passes(c, run_route(c, CtaEmulator::Order::descending, 1u << Roles::kLoadWarp));
   }

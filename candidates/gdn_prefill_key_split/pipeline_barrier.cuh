@@ -136,6 +136,10 @@ struct RingCursor {
   __device__ __forceinline__ void advance() {
     if (++slot == kSlots) slot = 0, parity ^= 1;
   }
+  /// n steps at once (a lane of a role that takes every n-th chunk, or skips its first n).
+  __device__ __forceinline__ void advance(int n) {
+    for (int i = 0; i < n; ++i) advance();
+  }
 };
 
 }  // namespace khk::gdn_prefill

@@ -78,7 +78,7 @@ __device__ __forceinline__ void small_solve_or_scale(const PrefillArgs& args, Sm
                                                      bool solve, int first, int lane) {
   SmallRing& ring = s.ring;
   RingCursor<2> prod, op;
-  for (int i = 0; i < first; ++i) prod.advance(), op.advance();
+  prod.advance(first), op.advance(first);
   for (int64_t c = first; c < chunks; c += kLanes) {
     ring_wait(&ring.products_full[prod.slot], prod.parity);
     ring_wait(&ring.operands_empty[op.slot], op.parity ^ 1);
@@ -88,7 +88,7 @@ __device__ __forceinline__ void small_solve_or_scale(const PrefillArgs& args, Sm
     if (c == 0 && solve) trace(kTraceFirstOperands);
     ring_arrive(&ring.products_empty[prod.slot]);
     ring_arrive(&ring.operands_full[op.slot]);
-    for (int i = 0; i < kLanes; ++i) prod.advance(), op.advance();
+    prod.advance(kLanes), op.advance(kLanes);
   }
 }
 
@@ -177,7 +177,7 @@ __device__ __forceinline__ void small_gate_walk(const PrefillArgs& args, const S
   static_assert(kGates == 1 || kTileSlots % kGates == 0, "a slot's chunks to one gate warp");
   RingCursor<kTileSlots> tile;
   RingCursor<2> prod;
-  for (int i = 0; i < first; ++i) tile.advance(), prod.advance();
+  tile.advance(first), prod.advance(first);
   for (int64_t c = first; c < chunks; c += kGates) {
     ring_wait(&ring.tiles_full[tile.slot], tile.parity);
     if (c == 0) trace(kTraceFirstTile);
@@ -188,7 +188,7 @@ __device__ __forceinline__ void small_gate_walk(const PrefillArgs& args, const S
     if (c == 0) trace(kTraceFirstProducts);
     ring_arrive(&ring.products_full[prod.slot]);
     ring_arrive(&ring.tiles_empty[tile.slot]);  // its reads of the tile, on their own
-    for (int i = 0; i < kGates; ++i) tile.advance(), prod.advance();
+    tile.advance(kGates), prod.advance(kGates);
   }
 }
 
@@ -223,15 +223,17 @@ __device__ __forceinline__ void small_chunk_walk_decoupled(
                                                            lane);
     else small_chain_walk<kOutput, kIdentity, Out>(walk, s, chunks, warp, lane);
   } else if (warp == Roles::kLoadWarp) {
+    // The guess is kept where it is exactly the first request; else it lands before the
+    // request that overwrites it.
+    const bool kept = guessed && walk.begin == 0 && length >= kSmallChunk;
+    if (guessed && !kept) {
+      copy_commit();
+      copy_wait<0>();
+    }
     RingCursor<Roles::kTileSlots> tile;
     for (int64_t c = 0; c < chunks; ++c) {
       ring_wait(&ring.tiles_empty[tile.slot], tile.parity ^ 1);
-      const bool kept = c == 0 && guessed && walk.begin == 0 && length >= kSmallChunk;
-      if (c == 0 && guessed && !kept) {
-        copy_commit();
-        copy_wait<0>();  // the guess lands before the request that overwrites it
-      }
-      if (!kept)
+      if (c > 0 || !kept)
         small_request<kRows>(args, s.tiles[tile.slot], walk.begin + c * kSmallChunk,
                              small_chunk_tokens(length, c), h, row0, !kIdentity, lane);
       ring_arrive_on_copies(&ring.tiles_full[tile.slot]);  // (the kept guess's copies too)
