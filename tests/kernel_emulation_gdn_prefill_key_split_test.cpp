@@ -12,7 +12,6 @@
 // second takes the odd chunks). It compiles KH_GDN_KEY_SPLIT_EMULATION_DIR (tests/CMakeLists.txt).
 #include "cuda_on_host.h"  // first: the builtins the kernel body uses
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>

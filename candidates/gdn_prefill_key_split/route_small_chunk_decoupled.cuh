@@ -240,7 +240,7 @@ __device__ __forceinline__ void small_chunk_walk_decoupled(
       tile.advance();
     }
     copy_commit();
-    copy_wait<0>();  // no copy outlives the warp (an empty sequence's guess included)
+    copy_wait<0>();  // no copy outlives the warp
   } else if (warp == Roles::kGateWarp) {
     small_gate_walk<Roles::kGates, Roles::kTileSlots>(args, walk, s, chunks, 0, lane);
   } else if (Roles::kGates == 2 && warp == Roles::kSecondGateWarp) {
