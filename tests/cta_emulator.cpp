@@ -124,6 +124,7 @@ CtaEmulator::CtaEmulator(int threads, std::size_t shared_bytes, Order order, uns
     f.cta.emulator_ = this;
     f.cta.thread_ = t;
     f.cta.smem = fs.shared;
+    f.cta.smem_bytes = shared_bytes;
   }
 }
 
@@ -220,12 +221,17 @@ void CtaEmulator::run(const std::function<void(EmulatedCta&)>& program, std::int
     f.done = false;
     f.cta.async_open.clear();
     f.cta.async_committed.clear();
+    f.cta.mma_open.clear();
+    f.cta.mma_committed.clear();
     fiber_prepare(f.context, f.stack.get(), kStackBytes, [] {
       CtaEmulator& e = *t_running;
       auto& me = e.fibers_->fiber[static_cast<std::size_t>(e.fibers_->current)];
       try {
         (*e.fibers_->program)(me.cta);
         me.cta.land_all_async_copies();  // on the device they land after the thread exits
+        if (!me.cta.mma_open.empty() || !me.cta.mma_committed.empty())
+          throw Error(fmt::format("thread {} exited with warpgroup MMAs it did not wait for",
+                                  me.cta.thread()));
       } catch (...) {
         if (!e.fibers_->error) e.fibers_->error = std::current_exception();
       }

@@ -4,7 +4,7 @@
 //   kernels/gdn_prefill/token_serial_cta.h) gets an EmulatedCta;
 // - a CUDA kernel body compiled for the host with tests/cuda_on_host.h, which maps threadIdx,
 //   __syncthreads, the shuffles and the warp-collective PTX (mma, ldmatrix) onto the running
-//   fiber's EmulatedCta::current().
+//   fiber's EmulatedCta::current(), and with tests/wgmma_on_host.h for Hopper's warpgroup MMA.
 //
 // The fibers of a CTA run one at a time, each up to its next barrier. There are two kinds, as on
 // the device: the CTA barrier (sync, __syncthreads) waits for every thread of the CTA that has
@@ -48,6 +48,7 @@ class EmulatedCta {
   static constexpr std::size_t kSlotBytes = 64;  // the most a lane publishes at once
 
   unsigned char* smem = nullptr;  // the CTA's shared memory (16-byte aligned)
+  std::size_t smem_bytes = 0;
   int thread() const { return thread_; }
   int lane() const { return thread_ % 32; }
   std::int64_t block() const;
@@ -101,6 +102,18 @@ class EmulatedCta {
   /// Lands the committed groups but the newest `pending`, or (all) every copy issued.
   void land_async_copies(int pending);
   void land_all_async_copies();
+
+  /// Warpgroup MMAs this thread has issued and not yet waited for (wgmma_on_host.cpp): the open
+  /// group's and the committed groups', oldest first. Each keeps its accumulators' input and the
+  /// result computed at issue; `compute` reads the shared-memory operands again when the thread
+  /// waits. A run starts with none; a thread that exits with any is an error.
+  struct PendingMma {
+    float* d;
+    std::vector<float> in, out;
+    std::function<void(const float* in, float* out)> compute;
+  };
+  std::vector<PendingMma> mma_open;
+  std::vector<std::vector<PendingMma>> mma_committed;
 
  private:
   friend class CtaEmulator;

@@ -14,25 +14,12 @@
 #include <utility>
 
 #include "cta_emulator.h"
+#include "operand_bits.h"
 
 namespace khk_host {
 namespace {
 
 using kh::test::EmulatedCta;
-
-float bf16_at(uint32_t packed, int half) {
-  const uint32_t bits = half ? packed & 0xffff0000u : packed << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-float tf32_value(uint32_t bits) {  // the tensor cores read 19 bits; the low 13 are ignored
-  bits &= 0xffffe000u;
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
 
 uint16_t b16_at(const void* row, int col) {
   uint16_t v;
