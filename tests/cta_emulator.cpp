@@ -223,6 +223,7 @@ void CtaEmulator::run(const std::function<void(EmulatedCta&)>& program, std::int
     f.cta.async_committed.clear();
     f.cta.mma_open.clear();
     f.cta.mma_committed.clear();
+    f.cta.warpgroup_log.clear();
     fiber_prepare(f.context, f.stack.get(), kStackBytes, [] {
       CtaEmulator& e = *t_running;
       auto& me = e.fibers_->fiber[static_cast<std::size_t>(e.fibers_->current)];
@@ -293,6 +294,26 @@ void CtaEmulator::run(const std::function<void(EmulatedCta&)>& program, std::int
   }
   restore();
   if (fs.error) std::rethrow_exception(fs.error);
+  check_warpgroup_logs();
+}
+
+// Threads of one warpgroup (128 aligned threads) must have executed the same warpgroup-collective
+// instructions in the same order.
+void CtaEmulator::check_warpgroup_logs() const {
+  constexpr int kWarpgroup = 4 * kWarpSize;
+  const Fibers& fs = *fibers_;
+  for (int first = 0; first < threads_; first += kWarpgroup) {
+    const auto& log = fs.fiber[static_cast<std::size_t>(first)].cta.warpgroup_log;
+    for (int t = first + 1; t < first + kWarpgroup && t < threads_; ++t) {
+      const auto& other = fs.fiber[static_cast<std::size_t>(t)].cta.warpgroup_log;
+      if (other == log) continue;
+      std::size_t i = 0;
+      while (i < log.size() && i < other.size() && log[i] == other[i]) ++i;
+      throw Error(fmt::format("warpgroup {}: thread {} and thread {} part at warpgroup-collective "
+                              "instruction {} (they executed {} and {})",
+                              first / kWarpgroup, first, t, i + 1, log.size(), other.size()));
+    }
+  }
 }
 
 }  // namespace kh::test

@@ -114,6 +114,11 @@ class EmulatedCta {
   };
   std::vector<PendingMma> mma_open;
   std::vector<std::vector<PendingMma>> mma_committed;
+  /// Warpgroup-collective instructions this thread executed, one signature each (its shape and
+  /// shared-memory descriptors): at the end of a run the 128 threads of each warpgroup must show
+  /// the same list, as `.sync.aligned` demands (a warp that skips one hangs or corrupts the
+  /// device's MMA).
+  std::vector<uint64_t> warpgroup_log;
 
  private:
   friend class CtaEmulator;
@@ -160,6 +165,7 @@ class CtaEmulator {
   void wait(int thread, Wait kind);
   void run_warp(int warp);
   void release_cta_barrier();
+  void check_warpgroup_logs() const;
 
   int threads_;
   Order order_;

@@ -2,8 +2,8 @@
 // (which gpu_wgmma_layouts_test.cu runs on the hardware) bit for bit, and the asynchrony rules a
 // kernel must keep (no read of the accumulators before the wait, no operand overwritten before
 // it, a wait before the thread exits).
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -68,10 +68,12 @@ TEST_P(WgmmaLayoutOnHost, MatchesTheProduct) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, WgmmaLayoutOnHost,
                          ::testing::Range(std::size_t{0}, wgmma_cases::cases().size()),
-                         [](const auto& info) { return std::string(wgmma_cases::cases()[info.param].name); });
+                         [](const auto& info) {
+                           return std::string(wgmma_cases::cases()[info.param].name);
+                         });
 
-// The asynchrony rules, each broken by one test: a warpgroup MMA of 64 x 8 x 16 (the first case's
-// operands); `issue` runs on every thread after the operands are stored.
+// The asynchrony and warpgroup rules, each broken by one test: a warpgroup MMA of 64 x 8 x 16
+// (the first case's operands); `issue` runs on every thread after the operands are stored.
 void run_warpgroup(const std::function<void(float*)>& issue) {
   CtaEmulator emulator(kThreads, wgmma_cases::kSmemBytes);
   const std::vector<unsigned char> image = wgmma_cases::shared_image(wgmma_cases::cases()[0]);
@@ -145,6 +147,33 @@ TEST(WgmmaOnHost, ExitingWithoutWaitingIsAnError) {
     });
   });
   EXPECT_NE(message.find("did not wait for"), std::string::npos) << message;
+}
+
+TEST(WgmmaOnHost, AWarpThatSkipsAnMmaOfItsWarpgroupIsAnError) {
+  const std::string message = error_of([] {
+    run_warpgroup([](float* d) {
+      if (EmulatedCta::current().thread() / 32 == 2) return;
+      issue_first_step(d);
+      wgmma_commit();
+      wgmma_wait(0);
+    });
+  });
+  EXPECT_NE(message.find("part at warpgroup-collective instruction 1"), std::string::npos)
+      << message;
+}
+
+TEST(WgmmaOnHost, WarpsOfAWarpgroupMustShareTheDescriptors) {
+  const std::string message = error_of([] {
+    run_warpgroup([](float* d) {
+      const uint32_t k = EmulatedCta::current().thread() / 32 == 3 ? 32 : 0;  // another k-step
+      wgmma_ss(d, 8, kWgmmaBf16, descriptor(k, 16, 1024, 1), descriptor(kOffsetB + k, 16, 1024, 1),
+               false, 1, 1, false, false);
+      wgmma_commit();
+      wgmma_wait(0);
+    });
+  });
+  EXPECT_NE(message.find("part at warpgroup-collective instruction 1"), std::string::npos)
+      << message;
 }
 
 }  // namespace

@@ -27,8 +27,8 @@ struct Launch {
 
 // One variant per instruction form the cases use (immediates are part of the instruction).
 template <int kType, int kTrans, int kScaleA, bool kRegs>
-__global__ void __launch_bounds__(kThreads) run_case(const uint4* image, Launch launch,
-                                                     const uint32_t* a_regs, float* out) {
+__global__ void __launch_bounds__(kThreads)
+    run_case(const uint4* image, Launch launch, const uint32_t* a_regs, float* out) {
   extern __shared__ __align__(1024) unsigned char raw[];
   const uint32_t raw_address = static_cast<uint32_t>(__cvta_generic_to_shared(raw));
   const uint32_t base = (raw_address + 1023u) & ~1023u;
@@ -131,7 +131,8 @@ TEST_P(WgmmaLayoutOnGpu, MatchesTheProduct) {
       for (int t = 0; t < kThreads; ++t) {
         uint32_t r[4];
         wc::a_registers(c, t, s, r);
-        for (int i = 0; i < 4; ++i) regs[static_cast<std::size_t>((s * kThreads + t) * 4 + i)] = r[i];
+        for (int i = 0; i < 4; ++i)
+          regs[static_cast<std::size_t>((s * kThreads + t) * 4 + i)] = r[i];
       }
   }
   const std::vector<unsigned char> image = wc::shared_image(c);
@@ -153,7 +154,8 @@ TEST_P(WgmmaLayoutOnGpu, MatchesTheProduct) {
             cudaSuccess);
   for (int t = 0; t < kThreads; ++t)
     for (int i = 0; i < wc::kN / 2; ++i)
-      got[static_cast<std::size_t>(wc::fragment_index(t, i))] = fragments[static_cast<std::size_t>(t * 8 + i)];
+      got[static_cast<std::size_t>(wc::fragment_index(t, i))] =
+          fragments[static_cast<std::size_t>(t * 8 + i)];
   cudaFree(d_image);
   cudaFree(d_regs);
   cudaFree(d_out);
@@ -166,7 +168,8 @@ TEST_P(WgmmaLayoutOnGpu, MatchesTheProduct) {
     for (int n = 0; n < wc::kN; ++n) {
       double bound = 0.0;
       for (int k = 0; k < c.k(); ++k)
-        bound += std::fabs(static_cast<double>(wc::value(0, m, k, c.type)) * wc::value(1, n, k, c.type));
+        bound +=
+            std::fabs(static_cast<double>(wc::value(0, m, k, c.type)) * wc::value(1, n, k, c.type));
       const std::size_t i = static_cast<std::size_t>(m * wc::kN + n);
       if (!(std::fabs(got[i] - want[i]) <= bound * 0x1p-20 + 1e-6) && ++wrong <= 5)
         ADD_FAILURE() << c.name << ": D[" << m << "][" << n << "] = " << got[i] << ", expected "
@@ -177,7 +180,9 @@ TEST_P(WgmmaLayoutOnGpu, MatchesTheProduct) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, WgmmaLayoutOnGpu,
                          ::testing::Range(std::size_t{0}, wc::cases().size()),
-                         [](const auto& info) { return std::string(wc::cases()[info.param].name); });
+                         [](const auto& info) {
+                           return std::string(wc::cases()[info.param].name);
+                         });
 
 }  // namespace
 }  // namespace kh::test

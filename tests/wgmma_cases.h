@@ -65,8 +65,12 @@ template <uint32_t kBase, int kLine, int kMode>
 uint64_t k_major_desc(int step) {  // 32 bytes further along the line each step
   return descriptor(kBase + 32u * static_cast<uint32_t>(step), 16, 8 * kLine, kMode);
 }
-inline uint64_t core_desc_a(int) { return descriptor(0, 128, 256, 0); }
-inline uint64_t core_desc_b(int) { return descriptor(kOffsetB, 128, 256, 0); }
+inline uint64_t core_desc_a(int) {
+  return descriptor(0, 128, 256, 0);
+}
+inline uint64_t core_desc_b(int) {
+  return descriptor(kOffsetB, 128, 256, 0);
+}
 inline uint64_t m_major_sw64_desc(int step) {  // 16 K lines (two groups) further each step
   return descriptor(1024u * static_cast<uint32_t>(step), 2048, 512, 2);
 }

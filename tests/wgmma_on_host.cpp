@@ -32,7 +32,8 @@ Descriptor decode(uint64_t bits) {
   if ((bits >> 49 & 7) != 0)
     throw Error(fmt::format("wgmma: descriptor {:#018x} has a base offset (not emulated)", bits));
   static constexpr int kSwizzle[4] = {0, 128, 64, 32};
-  return {static_cast<uint32_t>(bits & 0x3fff) << 4, static_cast<uint32_t>(bits >> 16 & 0x3fff) << 4,
+  return {static_cast<uint32_t>(bits & 0x3fff) << 4,
+          static_cast<uint32_t>(bits >> 16 & 0x3fff) << 4,
           static_cast<uint32_t>(bits >> 32 & 0x3fff) << 4, kSwizzle[bits >> 62]};
 }
 
@@ -75,18 +76,22 @@ int element_bytes(int type) {
 float read_operand(const Descriptor& d, int mn, int k, int type, bool mn_major) {
   const int bytes = element_bytes(type);
   if (mn_major && type != kWgmmaBf16)
-    throw Error("wgmma: a transposed (MN-major) operand must be bf16 (the PTX ISA allows "
-                "transposes for 16-bit types only)");
-  if (!mn_major && d.swizzle && (d.start % d.swizzle) + kOperandBytes > static_cast<uint32_t>(d.swizzle))
-    throw Error(fmt::format("wgmma: a K-major operand's 32 bytes of K at {:#x} cross its {}-byte "
-                            "swizzle line",
-                            d.start, d.swizzle));
+    throw Error(
+        "wgmma: a transposed (MN-major) operand must be bf16 (the PTX ISA allows "
+        "transposes for 16-bit types only)");
+  if (!mn_major && d.swizzle &&
+      (d.start % d.swizzle) + kOperandBytes > static_cast<uint32_t>(d.swizzle))
+    throw Error(
+        fmt::format("wgmma: a K-major operand's 32 bytes of K at {:#x} cross its {}-byte "
+                    "swizzle line",
+                    d.start, d.swizzle));
   const EmulatedCta& cta = EmulatedCta::current();
   const uint32_t off = element_offset(d, mn, k, bytes, mn_major);
   if (off + static_cast<uint32_t>(bytes) > cta.smem_bytes)
-    throw Error(fmt::format("wgmma: operand element ({}, {}) at shared offset {:#x} lies past the "
-                            "CTA's {} bytes",
-                            mn, k, off, cta.smem_bytes));
+    throw Error(
+        fmt::format("wgmma: operand element ({}, {}) at shared offset {:#x} lies past the "
+                    "CTA's {} bytes",
+                    mn, k, off, cta.smem_bytes));
   uint32_t raw = 0;
   std::memcpy(&raw, cta.smem + off, static_cast<std::size_t>(bytes));
   return type == kWgmmaBf16 ? bf16_at(raw, 0) : tf32_value(raw);
@@ -125,9 +130,10 @@ void issue(float* d, int n, std::function<void(const float*, float*)> compute, b
         if (op.d == d) earlier = &op;
   if (earlier) {
     if (earlier->out.size() != count)
-      throw Error(fmt::format("wgmma: thread {} issues an N = {} MMA into accumulators a pending "
-                              "N = {} MMA writes",
-                              cta.thread(), n, 2 * earlier->out.size()));
+      throw Error(
+          fmt::format("wgmma: thread {} issues an N = {} MMA into accumulators a pending "
+                      "N = {} MMA writes",
+                      cta.thread(), n, 2 * earlier->out.size()));
     in = earlier->out;
   }
   if (!accumulate) std::fill(in.begin(), in.end(), 0.0f);
@@ -135,6 +141,22 @@ void issue(float* d, int n, std::function<void(const float*, float*)> compute, b
   compute(in.data(), out.data());
   std::fill(d, d + count, std::numeric_limits<float>::quiet_NaN());
   cta.mma_open.push_back({d, std::move(in), std::move(out), std::move(compute)});
+}
+
+// Records a warpgroup-collective instruction in the thread's log (cta_emulator.h): its kind,
+// shape and flags, and the descriptors the warpgroup must share.
+void log_collective(uint64_t kind, uint64_t a, uint64_t b) {
+  uint64_t h = kind * 0x9e3779b97f4a7c15ull;
+  for (uint64_t x : {a, b}) h = (h ^ x) * 0x100000001b3ull;
+  EmulatedCta::current().warpgroup_log.push_back(h);
+}
+
+uint64_t mma_kind(int form, int n, int type, bool accumulate, int scale_a, int scale_b,
+                  bool trans_a, bool trans_b) {
+  return static_cast<uint64_t>(form) | static_cast<uint64_t>(n) << 4 |
+         static_cast<uint64_t>(type) << 16 | static_cast<uint64_t>(accumulate) << 20 |
+         static_cast<uint64_t>(scale_a + 1) << 21 | static_cast<uint64_t>(scale_b + 1) << 23 |
+         static_cast<uint64_t>(trans_a) << 25 | static_cast<uint64_t>(trans_b) << 26;
 }
 
 }  // namespace
@@ -147,15 +169,19 @@ uint32_t smem_offset(const void* p) {
   return static_cast<uint32_t>(b - cta.smem);
 }
 
-void wgmma_fence() {}
+void wgmma_fence() {
+  log_collective(2, 0, 0);
+}
 
 void wgmma_commit() {
+  log_collective(3, 0, 0);
   EmulatedCta& cta = EmulatedCta::current();
   cta.mma_committed.push_back(std::move(cta.mma_open));
   cta.mma_open.clear();
 }
 
 void wgmma_wait(int pending) {
+  log_collective(4, static_cast<uint64_t>(pending), 0);
   EmulatedCta& cta = EmulatedCta::current();
   const std::size_t keep = static_cast<std::size_t>(pending < 0 ? 0 : pending);
   while (cta.mma_committed.size() > keep) {
@@ -163,9 +189,10 @@ void wgmma_wait(int pending) {
       std::vector<float> again(op.out.size());
       op.compute(op.in.data(), again.data());
       if (std::memcmp(again.data(), op.out.data(), again.size() * sizeof(float)) != 0)
-        throw Error(fmt::format("wgmma: thread {}: a warpgroup MMA's shared-memory operands "
-                                "changed between its issue and its wait",
-                                cta.thread()));
+        throw Error(
+            fmt::format("wgmma: thread {}: a warpgroup MMA's shared-memory operands "
+                        "changed between its issue and its wait",
+                        cta.thread()));
       std::copy(op.out.begin(), op.out.end(), op.d);
     }
     cta.mma_committed.erase(cta.mma_committed.begin());
@@ -175,26 +202,29 @@ void wgmma_wait(int pending) {
 void wgmma_ss(float* d, int n, int type, uint64_t a, uint64_t b, bool accumulate, int scale_a,
               int scale_b, bool trans_a, bool trans_b) {
   check_shape(n, type);
+  log_collective(mma_kind(1, n, type, accumulate, scale_a, scale_b, trans_a, trans_b), a, b);
   const Descriptor da = decode(a), db = decode(b);
   const Fragment f = my_fragment();
   const int k_size = kOperandBytes / element_bytes(type);
   const double scale = scale_a * scale_b;
-  issue(d, n,
-        [=](const float* in, float* out) {
-          for (int i = 0; i < n / 2; ++i) {
-            double sum = 0.0;
-            for (int k = 0; k < k_size; ++k)
-              sum += static_cast<double>(read_operand(da, f.row(i), k, type, trans_a)) *
-                     read_operand(db, Fragment::col(i, f.lane), k, type, trans_b);
-            out[i] = static_cast<float>(in[i] + scale * sum);
-          }
-        },
-        accumulate);
+  issue(
+      d, n,
+      [=](const float* in, float* out) {
+        for (int i = 0; i < n / 2; ++i) {
+          double sum = 0.0;
+          for (int k = 0; k < k_size; ++k)
+            sum += static_cast<double>(read_operand(da, f.row(i), k, type, trans_a)) *
+                   read_operand(db, Fragment::col(i, f.lane), k, type, trans_b);
+          out[i] = static_cast<float>(in[i] + scale * sum);
+        }
+      },
+      accumulate);
 }
 
 void wgmma_rs(float* d, int n, int type, const uint32_t (&a)[4], uint64_t b, bool accumulate,
               int scale_a, int scale_b, bool trans_b) {
   check_shape(n, type);
+  log_collective(mma_kind(0, n, type, accumulate, scale_a, scale_b, false, trans_b), 0, b);
   EmulatedCta& cta = EmulatedCta::current();
   struct Regs {
     uint32_t r[4];
@@ -206,7 +236,9 @@ void wgmma_rs(float* d, int n, int type, const uint32_t (&a)[4], uint64_t b, boo
   for (int l = 0; l < 32; ++l) {
     const Regs r = cta.peer<Regs>(l);
     const int g = l / 4, c = l % 4;
-    auto at = [&](int row, int k) -> float& { return rows[static_cast<std::size_t>(row * k_size + k)]; };
+    auto at = [&](int row, int k) -> float& {
+      return rows[static_cast<std::size_t>(row * k_size + k)];
+    };
     if (type == kWgmmaBf16) {
       for (int h = 0; h < 2; ++h) {
         at(g, 2 * c + h) = bf16_at(r.r[0], h);
@@ -225,18 +257,19 @@ void wgmma_rs(float* d, int n, int type, const uint32_t (&a)[4], uint64_t b, boo
   const Descriptor db = decode(b);
   const Fragment f = my_fragment();
   const double scale = scale_a * scale_b;
-  issue(d, n,
-        [=](const float* in, float* out) {
-          for (int i = 0; i < n / 2; ++i) {
-            const int row = f.row(i) % 16;
-            double sum = 0.0;
-            for (int k = 0; k < k_size; ++k)
-              sum += static_cast<double>(rows[static_cast<std::size_t>(row * k_size + k)]) *
-                     read_operand(db, Fragment::col(i, f.lane), k, type, trans_b);
-            out[i] = static_cast<float>(in[i] + scale * sum);
-          }
-        },
-        accumulate);
+  issue(
+      d, n,
+      [=](const float* in, float* out) {
+        for (int i = 0; i < n / 2; ++i) {
+          const int row = f.row(i) % 16;
+          double sum = 0.0;
+          for (int k = 0; k < k_size; ++k)
+            sum += static_cast<double>(rows[static_cast<std::size_t>(row * k_size + k)]) *
+                   read_operand(db, Fragment::col(i, f.lane), k, type, trans_b);
+          out[i] = static_cast<float>(in[i] + scale * sum);
+        }
+      },
+      accumulate);
 }
 
 }  // namespace khk_host

@@ -19,8 +19,10 @@
 //   before the wait: undefined on the device); an MMA that accumulates into registers another
 //   pending MMA writes chains on that MMA's result, as the hardware's in-order pipe does.
 // Products are exact and summed in double, then rounded once onto the accumulator, as the
-// mma.sync emulation (cuda_on_host.cpp) does. The warpgroup's threads are not checked against
-// each other: each computes its own fragment from the descriptors it was given.
+// mma.sync emulation (cuda_on_host.cpp) does. Each thread computes its own fragment from the
+// descriptors it was given; the warpgroup's threads are checked against each other at the end of
+// the run: the same fences, MMAs (shape, flags, descriptors), commits and waits in the same order
+// (EmulatedCta::warpgroup_log).
 #pragma once
 
 #include <cstdint>

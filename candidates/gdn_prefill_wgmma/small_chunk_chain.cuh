@@ -144,8 +144,9 @@ __device__ __forceinline__ void small_chain_delta(const float (&d)[2][4], const 
 /// D = M K^T and (with kOutput) Dq = M Q^T for the warp's 16 rows, on mma.sync: the tiles of its
 /// rows x the chunk's 16 tokens.
 template <bool kOutput>
-__device__ __forceinline__ void small_chain_products(const float (&m)[16][4], const SmallTiles& tiles,
-                                                     float (&d)[2][4], float (&dq)[2][4], int lane) {
+__device__ __forceinline__ void small_chain_products(const float (&m)[16][4],
+                                                     const SmallTiles& tiles, float (&d)[2][4],
+                                                     float (&dq)[2][4], int lane) {
   const int mi = lane / 8, r = lane % 8;
   // hi and lo products in separate accumulators (shorter dependent chains).
   float dk[2][2][4] = {}, dqp[2][2][4] = {};  // [hi | lo][n-tile]
@@ -174,15 +175,17 @@ __device__ __forceinline__ void small_chain_products(const float (&m)[16][4], co
 
 /// The split of Delta diag(w) that the state update multiplies K by, as A fragments.
 __device__ __forceinline__ void small_chain_update_operand(const float (&delta)[2][4],
-                                                           const SmallOperands& op, uint32_t (&whi)[4],
-                                                           uint32_t (&wlo)[4], int lane) {
+                                                           const SmallOperands& op,
+                                                           uint32_t (&whi)[4], uint32_t (&wlo)[4],
+                                                           int lane) {
   const int c = lane % 4;
-  split_a_truncated(delta[0], delta[1], whi, wlo, op.w[2 * c], op.w[2 * c + 1],
-                    op.w[8 + 2 * c], op.w[9 + 2 * c]);
+  split_a_truncated(delta[0], delta[1], whi, wlo, op.w[2 * c], op.w[2 * c + 1], op.w[8 + 2 * c],
+                    op.w[9 + 2 * c]);
 }
 
 /// M = gamma_last M + (Delta diag(w)) K for the warp's 16 rows, on mma.sync. K's B fragments
-/// (tokens x keys) by transposed loads: matrices (tokens 0-7 | 8-15) x (keys of n-tile 2j | 2j + 1).
+/// (tokens x keys) by transposed loads: matrices (tokens 0-7 | 8-15) x (keys of n-tile 2j | 2j +
+/// 1).
 __device__ __forceinline__ void small_chain_update(float (&m)[16][4], const SmallTiles& tiles,
                                                    const float (&delta)[2][4],
                                                    const SmallOperands& op, int lane) {

@@ -82,8 +82,10 @@ __device__ __forceinline__ void small_chain_step(float (&m)[16][4], const SmallT
     small_chain_chunk<kOutput>(m, tiles, op, warp_row0, count, out, lane);
   } else {
     float d[2][4], dq[2][4], delta[2][4];
-    if constexpr (kSmallWgmmaChain == 2) small_chain_products_wgmma(m, kq, d, dq);
-    else small_chain_products<kOutput>(m, tiles, d, dq, lane);
+    if constexpr (kSmallWgmmaChain == 2)
+      small_chain_products_wgmma(m, kq, d, dq);
+    else
+      small_chain_products<kOutput>(m, tiles, d, dq, lane);
     small_chain_delta<kOutput>(d, dq, tiles, op, warp_row0, count, out, lane, delta);
     small_chain_update_wgmma(m, kq, delta, op, lane);
   }
