@@ -41,7 +41,7 @@ __device__ __forceinline__ void small_produce(const PrefillArgs& args, SmallSmem
   const auto chunk_count = [&](int64_t ci) { return small_chunk_tokens(length, ci); };
   if (warp == Roles::kLoadWarp) {
     if (it < chunks)
-      small_request<Roles::kRows, kSmallWgmmaChainOf<kRowWarps>>(
+      small_request<Roles::kRows, kSmallKqLinesOf<kRowWarps>>(
           args, s.tiles[slot], s.kq[slot], begin + it * kSmallChunk, chunk_count(it), h, row0,
           values, lane);
     copy_commit();  // one group per iteration, empty or not

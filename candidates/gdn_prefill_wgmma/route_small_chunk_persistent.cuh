@@ -163,7 +163,7 @@ __global__ void __launch_bounds__(SmallRoles<8, kProducers>::kThreads)
           load.reach(it, q, cta, ctas);
           const int64_t token0 = load.token(it);
           const int count = load.tokens(it);
-          small_request<kRows, kSmallWgmmaChainOf<kChainWarps>>(
+          small_request<kRows, kSmallKqLinesOf<kChainWarps>>(
               args, s.tiles[slot], s.kq[slot], token0, count, load.h, 0, true, lane);
           if (lane == 0)
             q.meta[slot] = {token0, count, static_cast<int32_t>(load.seq * kVHeads + load.h),

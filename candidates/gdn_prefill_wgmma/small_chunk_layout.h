@@ -136,6 +136,11 @@ struct SmallSmem {
 template <int kRowWarps>
 constexpr bool kSmallWgmmaChainOf = kRowWarps % 4 == 0 && kSmallWgmmaChain > 0;
 
+/// What of SmallKqTile such a CTA's chain reads: 0 nothing, 1 K (the update), 2 K and Q (also
+/// D and Dq).
+template <int kRowWarps>
+constexpr int kSmallKqLinesOf = kSmallWgmmaChainOf<kRowWarps> ? kSmallWgmmaChain : 0;
+
 /// The dynamic shared memory of a small-chunk CTA of kRowWarps chain warps (SmallSmem, less the
 /// K and Q copies where the chain does not read them).
 template <int kRowWarps>

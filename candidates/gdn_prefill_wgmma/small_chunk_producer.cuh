@@ -30,9 +30,10 @@ __device__ __forceinline__ void copy_4b_async(void* dst, const void* src, bool v
 }
 
 /// Requests the `count` tokens from `t0` (count <= 16) of head h and, with `values`, the CTA's
-/// kRows value rows from row0 into `tiles` (one warp; the caller commits the group); with kKq
-/// also K and Q again into `kq`, swizzled for the chain's warpgroup MMAs.
-template <int kRows, bool kKq = false>
+/// kRows value rows from row0 into `tiles` (one warp; the caller commits the group); and again
+/// into `kq`, swizzled for the chain's warpgroup MMAs, K with kKqLines >= 1, Q with 2
+/// (kSmallKqLinesOf).
+template <int kRows, int kKqLines = 0>
 __device__ __forceinline__ void small_request(const PrefillArgs& args, SmallTiles& tiles,
                                               SmallKqTile& kq, int64_t t0, int count, int h,
                                               int row0, bool values, int lane) {
@@ -44,10 +45,9 @@ __device__ __forceinline__ void small_request(const PrefillArgs& args, SmallTile
     const int64_t at = ((t0 + (valid ? token : 0)) * kQKHeads + qk) * kHeadSize + piece * 8;
     copy_16b_async(&tiles.k[token][piece * 8], args.k + at, valid);
     copy_16b_async(&tiles.q[token][piece * 8], args.q + at, valid);
-    if constexpr (kKq) {
-      copy_16b_async(kq_chunk(kq, token, piece * 8), args.k + at, valid);
+    if constexpr (kKqLines >= 1) copy_16b_async(kq_chunk(kq, token, piece * 8), args.k + at, valid);
+    if constexpr (kKqLines >= 2)
       copy_16b_async(kq_chunk(kq, kSmallQLine + token, piece * 8), args.q + at, valid);
-    }
   }
   constexpr int kVPieces = kRows / 8;
   for (int u = lane; values && u < kSmallChunk * kVPieces; u += 32) {
