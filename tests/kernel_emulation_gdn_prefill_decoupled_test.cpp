@@ -12,7 +12,7 @@
 // over several (sequence, head) items, their metadata in the tile ring) the same way, and the
 // context-parallel map pass's two kinds of walk (fp32 outputs from zero rows, identity rows
 // without values) against the lockstep walks. It compiles
-// KH_GDN_DECOUPLED_EMULATION_DIR (tests/CMakeLists.txt).
+// KH_PREFILL_EMULATION_DIR (tests/CMakeLists.txt).
 #include "cuda_on_host.h"  // first: the builtins the kernel body uses
 
 #include <cmath>

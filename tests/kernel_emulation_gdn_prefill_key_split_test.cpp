@@ -9,7 +9,8 @@
 // warp published it, or overwritten before the other warp read it, changes the bits in one of the
 // schedules or reads the poisoned shared memory. Built with 2 and 4 key parts, and with one and
 // with two warps of each per-chunk producer role (SMALL_SPLIT_GATES, SMALL_SPLIT_PHASE_B: the
-// second takes the odd chunks). It compiles KH_GDN_KEY_SPLIT_EMULATION_DIR (tests/CMakeLists.txt).
+// second takes the odd chunks), and at the manifest's defaults. It compiles
+// KH_PREFILL_EMULATION_DIR (tests/CMakeLists.txt).
 #include "cuda_on_host.h"  // first: the builtins the kernel body uses
 
 #include <cstdint>

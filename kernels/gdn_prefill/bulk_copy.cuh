@@ -11,15 +11,16 @@
 #include <cstring>
 
 #include "mma_tiles.cuh"
+#include "pipeline_barrier.cuh"
 
 namespace khk::gdn_prefill {
 
+/// The split route's barriers are pipeline_barrier.cuh's on the device; on the host, where its
+/// copies land at once and CTA barriers order everything, they do nothing.
 __device__ __forceinline__ void barrier_init(uint64_t* barrier, int arrivals) {
 #if defined(__CUDACC__)
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_address(barrier)),
-               "r"(arrivals)
-               : "memory");
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  ring_init(barrier, arrivals);
+  ring_init_fence();
 #else
   (void)barrier, (void)arrivals;
 #endif
@@ -40,15 +41,7 @@ __device__ __forceinline__ void barrier_arrive_expect(uint64_t* barrier, uint32_
 /// Waits until the phase with parity `parity` of `barrier` has completed.
 __device__ __forceinline__ void barrier_wait(uint64_t* barrier, uint32_t parity) {
 #if defined(__CUDACC__)
-  uint32_t done = 0;
-  while (!done) {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        " selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(smem_address(barrier)), "r"(parity)
-        : "memory");
-  }
+  ring_wait(barrier, parity);
 #else
   (void)barrier, (void)parity;
 #endif

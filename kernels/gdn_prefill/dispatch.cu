@@ -19,9 +19,9 @@
 //   - otherwise the chunked route, its value slabs per head from the number of sequences by the
 //     continuous rule in tuning.h.
 #include "dispatch.h"
+#include "launch_small_chunk.cuh"
 #include "route_chunked.cuh"
 #include "route_context_parallel.cuh"
-#include "route_small_chunk.cuh"
 #include "route_small_chunk_cp.cuh"
 #include "route_small_chunk_persistent.cuh"
 #include "route_split.cuh"

@@ -9,8 +9,10 @@
 // (regs 0 / 1) and 2c+8, 2c+9 (regs 2 / 3); a bf16 B[16][8] holds column g at rows 2c, 2c+1 and
 // 2c+8, 2c+9. Two adjacent accumulator tiles are therefore exactly one A fragment.
 //
-// Compiled by a host compiler (the tests' CTA emulator, tests/cuda_on_host.h), the copies are
-// plain copies and the warp collectives call the khk_host functions the tests define.
+// Compiled by a host compiler (the tests' CTA emulator, tests/cuda_on_host.h), the copies land
+// only when their thread waits for them (copy_wait, or an arrival on its copies), so a read that
+// does not wait for them sees the poisoned shared memory, and the warp collectives call the
+// khk_host functions the tests define.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -21,6 +23,11 @@
 
 #if !defined(__CUDACC__)
 namespace khk_host {  // tests/cuda_on_host.cpp
+// cp.async as the CTA emulator defers it: a copy lands when its thread waits for it.
+void async_copy(void* dst, const void* src, int bytes);  // src null: zeros
+void async_commit();
+void async_wait(int pending);
+void async_wait_all();
 void ldmatrix_x4(uint32_t (&r)[4], const void* row, bool trans);
 void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
 void mma_m16n8k8_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
@@ -43,14 +50,15 @@ __device__ __forceinline__ void copy_16b_async(void* dst, const void* src, bool 
                "l"(src), "r"(valid ? 16 : 0)
                : "memory");
 #else
-  if (valid) std::memcpy(dst, src, 16);
-  else std::memset(dst, 0, 16);
+  khk_host::async_copy(dst, valid ? src : nullptr, 16);
 #endif
 }
 
 __device__ __forceinline__ void copy_commit() {
 #if defined(__CUDACC__)
   asm volatile("cp.async.commit_group;\n" ::: "memory");
+#else
+  khk_host::async_commit();
 #endif
 }
 
@@ -58,6 +66,8 @@ template <int kPending>
 __device__ __forceinline__ void copy_wait() {
 #if defined(__CUDACC__)
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+#else
+  khk_host::async_wait(kPending);
 #endif
 }
 

@@ -27,6 +27,17 @@ __host__ __device__ inline int small_chunk_tokens(int64_t length, int64_t ci) {
   return static_cast<int>(left < kSmallChunk ? left : kSmallChunk);
 }
 
+/// Phase B of chunk `cb` of `chunks` on the solve and scale warps (nothing outside the walk).
+template <class Roles>
+__device__ __forceinline__ void small_phase_b(const PrefillArgs& args, SmallSmem& s, int64_t cb,
+                                              int64_t chunks, int warp, int lane) {
+  if (cb < 0 || cb >= chunks) return;
+  if (warp == Roles::kSolveWarp)
+    small_solve(s.products[cb & 1], s.scratch, s.operands[cb & 1], lane);
+  if (warp == Roles::kScaleWarp)
+    small_scale(s.products[cb & 1], s.operands[cb & 1], args.scale, lane);
+}
+
 /// The producer warps' part of iteration `it` of a walk of `length` tokens from token `begin`
 /// (`slot` = it % kSmallTileStages): chunk it's requests, phase A of chunk it - kSmallLoadLead,
 /// phase B of the chunk before that (small_chunk_layout.h has the roles).
@@ -55,13 +66,7 @@ __device__ __forceinline__ void small_produce(const PrefillArgs& args, SmallSmem
     small_gate_products(s.tiles[small_slot_behind(slot, kSmallLoadLead)], s.products[ca & 1],
                         chunk_count(ca), h, A_log, dt_bias, lane);
   }
-  const int64_t cb = ca - 1;  // phase B's chunk
-  if (cb >= 0 && cb < chunks) {
-    if (warp == Roles::kSolveWarp)
-      small_solve(s.products[cb & 1], s.scratch, s.operands[cb & 1], lane);
-    if (warp == Roles::kScaleWarp)
-      small_scale(s.products[cb & 1], s.operands[cb & 1], args.scale, lane);
-  }
+  small_phase_b<Roles>(args, s, ca - 1, chunks, warp, lane);
 }
 
 /// Zeroes the CTA's kRows rows of the output for tokens [from, to) (clamped to [0, T)).
@@ -73,6 +78,15 @@ __device__ __forceinline__ void small_clear_rows(const PrefillArgs& args, int64_
   for (int64_t i = threadIdx.x; i < (to - from) * kRows; i += kThreads)
     args.output[((from + i / kRows) * kVHeads + h) * kHeadSize + row0 + i % kRows] =
         __float2bfloat16_rn(0.0f);
+}
+
+/// Zeroes every tile's V rows (all kThreads threads): a map's walk has zero values, so it requests
+/// none and zeroes them once.
+template <int kThreads>
+__device__ __forceinline__ void small_zero_value_tiles(SmallSmem& s) {
+  constexpr int kPerTile = kSmallChunk * kSmallKStride;
+  for (int i = static_cast<int>(threadIdx.x); i < kSmallTileStages * kPerTile; i += kThreads)
+    (&s.tiles[i / kPerTile].v[0][0])[i % kPerTile] = __float2bfloat16_rn(0.0f);
 }
 
 /// What one CTA of the context-parallel form (route_small_chunk_cp.cuh) walks: `length` tokens
@@ -100,11 +114,7 @@ __device__ __forceinline__ void small_chunk_walk(const PrefillArgs& args, const 
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int h = walk.h, row0 = walk.row0;
   constexpr bool values = !kIdentity;
-  if constexpr (kIdentity)  // a map's values are zero: no V requests, the tiles zeroed once
-    for (int i = static_cast<int>(threadIdx.x); i < kSmallTileStages * kSmallChunk * kSmallKStride;
-         i += kThreads)
-      (&s.tiles[i / (kSmallChunk * kSmallKStride)].v[0][0])[i % (kSmallChunk * kSmallKStride)] =
-          __float2bfloat16_rn(0.0f);
+  if constexpr (kIdentity) small_zero_value_tiles<kThreads>(s);
 
   // The chain warps' rows.
   float m[16][4];
@@ -140,6 +150,45 @@ __device__ __forceinline__ void small_chunk_walk(const PrefillArgs& args, const 
   if (warp < kRowWarps && walk.exit) small_store_rows(m, walk.exit + rows_at, lane);
 }
 
+/// What a plain-route CTA walks: the (sequence, head) of CTA blockIdx.x and its row tile.
+struct SmallCtaItem {
+  int64_t head;  // sequence * 8 + h
+  int64_t begin, length;
+  int h, row0;
+};
+
+/// The plain route's CTA prologue (both pipelines; kKeyParts: the CTA's threads, as SmallRoles):
+/// its item, by index or (kLongestFirst) by rank b / (8 x tiles per head) of the sequences by
+/// length, longest first (sequence_order.cuh; it uses s.order and CTA barriers); the tokens
+/// outside every sequence cleared.
+template <int kRowWarps, int kProducers, bool kLongestFirst, int kKeyParts = 1>
+__device__ __forceinline__ SmallCtaItem small_cta_item(const PrefillArgs& args, SmallSmem& s) {
+  using Roles = SmallRoles<kRowWarps, kProducers, kKeyParts>;
+  constexpr int kRows = Roles::kRows, kThreads = Roles::kThreads;
+  SmallCtaItem item;
+  const int64_t cta = blockIdx.x;
+  const int tile = static_cast<int>(cta % Roles::kTilesPerHead);
+  item.head = cta / Roles::kTilesPerHead;  // sequence * 8 + h (its rank * 8 + h, ranked)
+  item.h = static_cast<int>(item.head % kVHeads);
+  int64_t seq = item.head / kVHeads;
+  item.row0 = tile * kRows;
+  if constexpr (kLongestFirst) {
+    seq = sequence_of_rank<kThreads>(args, seq, s.order, item.begin, item.length);
+    item.head = seq * kVHeads + item.h;
+    item.length = item.length > 0 ? item.length : 0;
+  } else {  // as before the ranking, so that this kernel compiles to the same code
+    item.begin = args.cu_seqlens[seq];
+    const int64_t end = args.cu_seqlens[seq + 1];
+    item.length = end > item.begin ? end - item.begin : 0;
+  }
+  // Tokens outside every sequence get zero output, as in the reference.
+  if (seq == 0) small_clear_rows<kRows, kThreads>(args, 0, item.begin, item.h, item.row0);
+  if (seq == args.num_seqs - 1)
+    small_clear_rows<kRows, kThreads>(args, item.begin + item.length, args.total_tokens, item.h,
+                                      item.row0);
+  return item;
+}
+
 /// The plain route: one CTA per (sequence, head, row tile) walks the whole sequence. Its loop is
 /// small_chunk_walk's, written out: with the earlier two-producer loop, going through the walk
 /// (SmallWalk from blockIdx) took the narrow CTA from 214 to 168 registers and the plain route
@@ -152,30 +201,12 @@ __device__ __forceinline__ void small_chunk_walk(const PrefillArgs& args, const 
 template <int kRowWarps, int kProducers = 2, bool kLongestFirst = false>
 __global__ void __launch_bounds__(SmallRoles<kRowWarps, kProducers>::kThreads)
     small_chunk_kernel(PrefillArgs args) {
-  using Roles = SmallRoles<kRowWarps, kProducers>;
-  constexpr int kRows = Roles::kRows, kThreads = Roles::kThreads;
   extern __shared__ __align__(16) unsigned char smem[];
   SmallSmem& s = *reinterpret_cast<SmallSmem*>(smem);
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int64_t cta = blockIdx.x;
-  const int tile = static_cast<int>(cta % Roles::kTilesPerHead);
-  int64_t head = cta / Roles::kTilesPerHead;  // sequence * 8 + h (its rank * 8 + h, ranked)
-  const int h = static_cast<int>(head % kVHeads);
-  int64_t seq = head / kVHeads, begin, length;
-  const int row0 = tile * kRows;
-  if constexpr (kLongestFirst) {
-    seq = sequence_of_rank<kThreads>(args, seq, s.order, begin, length);
-    head = seq * kVHeads + h;
-    length = length > 0 ? length : 0;
-  } else {  // as before the ranking, so that this kernel compiles to the same code
-    begin = args.cu_seqlens[seq];
-    const int64_t end = args.cu_seqlens[seq + 1];
-    length = end > begin ? end - begin : 0;
-  }
-  // Tokens outside every sequence get zero output, as in the reference.
-  if (seq == 0) small_clear_rows<kRows, kThreads>(args, 0, begin, h, row0);
-  if (seq == args.num_seqs - 1)
-    small_clear_rows<kRows, kThreads>(args, begin + length, args.total_tokens, h, row0);
+  const SmallCtaItem item = small_cta_item<kRowWarps, kProducers, kLongestFirst>(args, s);
+  const int64_t head = item.head, begin = item.begin, length = item.length;
+  const int h = item.h, row0 = item.row0;
 
   // The chain warps' rows; an empty sequence leaves its state at zero whatever the initial one.
   float m[16][4];
@@ -204,40 +235,5 @@ __global__ void __launch_bounds__(SmallRoles<kRowWarps, kProducers>::kThreads)
   }
   if (warp < kRowWarps) small_store_rows(m, args.new_state + rows_at, lane);
 }
-
-#if defined(__CUDACC__)  // a host build (the tests' CTA emulator) runs the kernel body itself
-/// One CTA per (sequence, head, row tile) of kRowWarps chain warps and kProducers producer
-/// warps, the sequences longest first where launch_small_chunk asks. The opt-in to
-/// more than 48 KB of shared memory is set on every call, as the other routes do.
-template <int kRowWarps, int kProducers, bool kLongestFirst>
-cudaError_t launch_small_chunk_ordered(const PrefillArgs& args, int64_t ctas,
-                                       cudaStream_t stream) {
-  using Roles = SmallRoles<kRowWarps, kProducers>;
-  constexpr int bytes = sizeof(SmallSmem);
-  const auto kernel = small_chunk_kernel<kRowWarps, kProducers, kLongestFirst>;
-  const cudaError_t e =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (e != cudaSuccess) return e;
-  kernel<<<static_cast<unsigned>(ctas), Roles::kThreads, bytes, stream>>>(args);
-  return cudaGetLastError();
-}
-
-template <int kRowWarps, int kProducers>
-cudaError_t launch_small_chunk(const PrefillArgs& args, cudaStream_t stream) {
-  const int64_t ctas = args.num_seqs * kVHeads * SmallRoles<kRowWarps, kProducers>::kTilesPerHead;
-  if (ctas > 0x7fffffff) return cudaErrorInvalidConfiguration;
-  // The wide CTAs (one per SM) take the sequences longest first from kSmallRankMinCtas CTAs; the
-  // narrow ones, which share SMs, only past kSmallRankNarrowMinCtas, more than fit at once: below,
-  // the order would also decide which chains share an SM (tuning.h).
-  if constexpr (kRowWarps == 8) {
-    if (args.num_seqs > 1 && ctas >= kSmallRankMinCtas)
-      return launch_small_chunk_ordered<kRowWarps, kProducers, true>(args, ctas, stream);
-  } else if constexpr (kProducers == 2) {  // four producers: at most kSmallFourProducerCtas
-    if (args.num_seqs > 1 && ctas >= kSmallRankNarrowMinCtas)
-      return launch_small_chunk_ordered<kRowWarps, kProducers, true>(args, ctas, stream);
-  }
-  return launch_small_chunk_ordered<kRowWarps, kProducers, false>(args, ctas, stream);
-}
-#endif
 
 }  // namespace khk::gdn_prefill

@@ -13,13 +13,15 @@
 //      partial + E_g qmap, one product per (sequence, head, group) on all SMs at once,
 //      launched while the scan runs (tuning.h), each group waiting for its entry state.
 // So the critical path is one group's walk, the scan and the last group's correction; the walks
-// are the plain route's (route_small_chunk.cuh), so the arithmetic per chunk is the same; the
+// are the plain route's (route_small_chunk.cuh; decoupled where SMALL_DECOUPLED asks:
+// route_small_chunk_decoupled.cuh), so the arithmetic per chunk is the same; the
 // state leaves fp32 only in the scan's split products (about 2^-21 relative per term).
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include "route_small_chunk.cuh"
+#include "route_small_chunk_decoupled.cuh"
 #include "small_chunk_correct.cuh"
 #include "small_chunk_groups.h"
 #include "small_chunk_scan.cuh"
@@ -72,10 +74,23 @@ __global__ void __launch_bounds__(SmallRoles<kRowWarps, kProducers>::kThreads)
     walk.exit = space.map(head, group - 1);  // A_group
   }
   SmallSmem& s = *reinterpret_cast<SmallSmem*>(smem);
-  if (index == 0) small_chunk_walk<kRowWarps, kProducers, true>(args, walk, s);
-  else if (index < space.groups)
-    small_chunk_walk<kRowWarps, kProducers, true, false, float>(args, walk, s);
-  else small_chunk_walk<kRowWarps, kProducers, true, true, float>(args, walk, s);
+  if constexpr (kSmallDecoupled && kProducers == 4) {  // route_small_chunk_decoupled.cuh
+    if (index == 0) {
+      small_ring_start<kRowWarps, false>(s);
+      small_chunk_walk_decoupled<kRowWarps, true>(args, walk, s);
+    } else if (index < space.groups) {
+      small_ring_start<kRowWarps, false>(s);
+      small_chunk_walk_decoupled<kRowWarps, true, false, float>(args, walk, s);
+    } else {
+      small_ring_start<kRowWarps, true>(s);
+      small_chunk_walk_decoupled<kRowWarps, true, true, float>(args, walk, s);
+    }
+  } else {
+    if (index == 0) small_chunk_walk<kRowWarps, kProducers, true>(args, walk, s);
+    else if (index < space.groups)
+      small_chunk_walk<kRowWarps, kProducers, true, false, float>(args, walk, s);
+    else small_chunk_walk<kRowWarps, kProducers, true, true, float>(args, walk, s);
+  }
 }
 
 #if defined(__CUDACC__)  // a host build (the tests' CTA emulator) runs the kernel bodies itself

@@ -17,7 +17,9 @@
 #include <cstdint>
 
 #include "route_small_chunk.cuh"
+#include "route_small_chunk_decoupled.cuh"
 #include "sequence_order.cuh"
+#include "tuning.h"
 
 namespace khk::gdn_prefill {
 
@@ -76,24 +78,16 @@ struct SmallItemCursor {
   }
 };
 
-/// A persistent wide CTA: 8 chain warps (all 128 value rows) and kProducers producer warps, CTA
-/// blockIdx.x of `ctas`. The call has at most kRankMaxSeqs sequences (the dispatch checks).
-template <int kProducers>
-__global__ void __launch_bounds__(SmallRoles<8, kProducers>::kThreads)
-    small_chunk_persistent_kernel(PrefillArgs args, int ctas) {
-  constexpr int kChainWarps = 8;
-  using Roles = SmallRoles<kChainWarps, kProducers>;
-  constexpr int kRows = Roles::kRows, kThreads = Roles::kThreads;
-  static_assert(kRows == kHeadSize, "a persistent CTA holds all of a head's rows");
-  extern __shared__ __align__(16) unsigned char smem[];
-  SmallSmem& s = *reinterpret_cast<SmallSmem*>(smem);
-  SmallQueue& q = *reinterpret_cast<SmallQueue*>(smem + sizeof(SmallSmem));
-  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int cta = static_cast<int>(blockIdx.x);
+/// The persistent CTAs' start (every thread): the sequences ranked by length, longest first (ties
+/// by index), into q; an empty sequence's state zeroed, the tokens outside every sequence given
+/// zero output (as the plain route's CTAs of the first and last sequence do); returns the chunks
+/// of CTA `cta`'s items in all.
+template <int kThreads>
+__device__ __forceinline__ int64_t small_persistent_start(const PrefillArgs& args, SmallQueue& q,
+                                                          int cta, int ctas) {
+  constexpr int kRows = kHeadSize;
   const int n = static_cast<int>(args.num_seqs);
   const int64_t items = int64_t{n} * kVHeads;
-
-  // The sequences ranked by length, longest first (ties by index).
   for (int i = static_cast<int>(threadIdx.x); i <= n; i += kThreads) q.cu[i] = args.cu_seqlens[i];
   __syncthreads();
   for (int sq = static_cast<int>(threadIdx.x); sq < n; sq += kThreads) {
@@ -108,10 +102,6 @@ __global__ void __launch_bounds__(SmallRoles<8, kProducers>::kThreads)
     q.by_rank[before] = sq;
   }
   __syncthreads();
-
-  // This CTA's items: their chunks in all; an empty sequence's state ends at zero, and the tokens
-  // outside every sequence get zero output (as the plain route's CTAs of the first and last
-  // sequence do).
   int64_t total = 0;
   for (int64_t k = 0; k * ctas < items; ++k) {
     const int64_t item = snake_item(k, cta, ctas);
@@ -128,6 +118,24 @@ __global__ void __launch_bounds__(SmallRoles<8, kProducers>::kThreads)
       for (int i = static_cast<int>(threadIdx.x); i < kStateFloats; i += kThreads) rows[i] = 0.0f;
     }
   }
+  return total;
+}
+
+/// A persistent wide CTA: 8 chain warps (all 128 value rows) and kProducers producer warps, CTA
+/// blockIdx.x of `ctas`. The call has at most kRankMaxSeqs sequences (the dispatch checks).
+template <int kProducers>
+__global__ void __launch_bounds__(SmallRoles<8, kProducers>::kThreads)
+    small_chunk_persistent_kernel(PrefillArgs args, int ctas) {
+  constexpr int kChainWarps = 8;
+  using Roles = SmallRoles<kChainWarps, kProducers>;
+  constexpr int kRows = Roles::kRows, kThreads = Roles::kThreads;
+  static_assert(kRows == kHeadSize, "a persistent CTA holds all of a head's rows");
+  extern __shared__ __align__(16) unsigned char smem[];
+  SmallSmem& s = *reinterpret_cast<SmallSmem*>(smem);
+  SmallQueue& q = *reinterpret_cast<SmallQueue*>(smem + sizeof(SmallSmem));
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int cta = static_cast<int>(blockIdx.x);
+  const int64_t total = small_persistent_start<kThreads>(args, q, cta, ctas);
 
   // The chain warps' rows of the current item, (sequence, head) `head`: warp w holds rows
   // 16w .. 16w + 15 of its 128 x 128 state.
@@ -181,13 +189,7 @@ __global__ void __launch_bounds__(SmallRoles<8, kProducers>::kThreads)
         small_gate_products(s.tiles[back], s.products[ca & 1], q.meta[back].count, h,
                             args.A_log[h], args.dt_bias[h], lane);
       }
-      const int64_t cb = ca - 1;  // phase B's chunk
-      if (cb >= 0 && cb < total) {
-        if (warp == Roles::kSolveWarp)
-          small_solve(s.products[cb & 1], s.scratch, s.operands[cb & 1], lane);
-        if (warp == Roles::kScaleWarp)
-          small_scale(s.products[cb & 1], s.operands[cb & 1], args.scale, lane);
-      }
+      small_phase_b<Roles>(args, s, ca - 1, total, warp, lane);
     }
     slot = slot + 1 == kSmallTileStages ? 0 : slot + 1;
     __syncthreads();
@@ -195,14 +197,99 @@ __global__ void __launch_bounds__(SmallRoles<8, kProducers>::kThreads)
   if (warp < kChainWarps && total > 0) small_store_rows(m, args.new_state + rows_at(head), lane);
 }
 
+/// The persistent wide CTA with its roles decoupled (route_small_chunk_decoupled.cuh has the
+/// rings): each role walks the CTA's stream of chunks in its own loop. The load warp's lane 0
+/// writes a chunk's metadata beside its tiles and releases it with a plain arrival on the tile's
+/// `full` barrier besides the lanes' arrivals on their copies; the gate warp and the chain read it
+/// after their wait on that barrier and before they free the tile.
+__global__ void __launch_bounds__(SmallRoles<8, 4>::kThreads)
+    small_chunk_persistent_decoupled_kernel(PrefillArgs args, int ctas) {
+  constexpr int kChainWarps = 8;
+  using Roles = SmallRoles<kChainWarps, 4>;
+  constexpr int kRows = Roles::kRows, kThreads = Roles::kThreads;
+  extern __shared__ __align__(16) unsigned char smem[];
+  SmallSmem& s = *reinterpret_cast<SmallSmem*>(smem);
+  SmallQueue& q = *reinterpret_cast<SmallQueue*>(smem + sizeof(SmallSmem));
+  SmallRing& ring = s.ring;
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int cta = static_cast<int>(blockIdx.x);
+  const int64_t total = small_persistent_start<kThreads>(args, q, cta, ctas);
+  small_ring_start<kChainWarps, false, true>(s);
+
+  if (warp < kChainWarps) {  // the chain, item after item
+    const auto rows_at = [&](int64_t head) { return (head * kHeadSize + 16 * warp) * kHeadSize; };
+    float m[16][4];
+    int64_t head = 0;
+    if (total > 0) {  // the first item's rows, while its first chunk loads
+      SmallItemCursor first;
+      first.reach(0, q, cta, ctas);
+      head = first.seq * kVHeads + first.h;
+      small_load_rows(m, args.state ? args.state + rows_at(head) : nullptr, lane);
+    }
+    small_chain_loop(s, total, warp, [&](int64_t ci, int tile, int op, auto wait_operands) {
+      const SmallChunkMeta& meta = q.meta[tile];
+      if (meta.starts_item && ci > 0) {  // the next item: the last one's rows out, its rows in
+        small_store_rows(m, args.new_state + rows_at(head), lane);
+        head = meta.head;
+        small_load_rows(m, args.state ? args.state + rows_at(head) : nullptr, lane);
+      }
+      __syncwarp();
+      __nv_bfloat16* out = args.output + (meta.token0 * kVHeads + head % kVHeads) * kHeadSize;
+      small_chain_chunk(m, s.tiles[tile], s.operands[op], 16 * warp, meta.count, out, lane,
+                        wait_operands);
+    });
+    if (total > 0) small_store_rows(m, args.new_state + rows_at(head), lane);
+  } else if (warp == Roles::kLoadWarp) {
+    SmallItemCursor load;
+    RingCursor<kSmallTileStages> tile;
+    for (int64_t c = 0; c < total; ++c) {
+      ring_wait(&ring.tiles_empty[tile.slot], tile.parity ^ 1);
+      load.reach(c, q, cta, ctas);
+      const int64_t token0 = load.token(c);
+      const int count = load.tokens(c);
+      small_request<kRows>(args, s.tiles[tile.slot], token0, count, load.h, 0, true, lane);
+      if (lane == 0)
+        q.meta[tile.slot] = {token0, count, static_cast<int32_t>(load.seq * kVHeads + load.h),
+                             c == load.first, 0};
+      ring_arrive_on_copies(&ring.tiles_full[tile.slot]);
+      if (lane == 0) ring_arrive(&ring.tiles_full[tile.slot]);  // the metadata
+      tile.advance();
+    }
+    copy_commit();
+    copy_wait<0>();  // no copy outlives the warp
+  } else if (warp == Roles::kGateWarp) {
+    RingCursor<kSmallTileStages> tile;
+    RingCursor<2> prod;
+    for (int64_t c = 0; c < total; ++c) {
+      ring_wait(&ring.tiles_full[tile.slot], tile.parity);
+      ring_wait(&ring.products_empty[prod.slot], prod.parity ^ 1);
+      __syncwarp();
+      const SmallChunkMeta& meta = q.meta[tile.slot];
+      const int h = meta.head % kVHeads;
+      small_gate_products(s.tiles[tile.slot], s.products[prod.slot], meta.count, h,
+                          args.A_log[h], args.dt_bias[h], lane);
+      ring_arrive(&ring.products_full[prod.slot]);
+      ring_arrive(&ring.tiles_empty[tile.slot]);
+      tile.advance();
+      prod.advance();
+    }
+  } else {
+    small_solve_or_scale(args, s, s.scratch, total, warp == Roles::kSolveWarp, 0, lane);
+  }
+}
+
 #if defined(__CUDACC__)
 /// `ctas` persistent wide CTAs for the call's (sequence, head) items (at most kRankMaxSeqs
-/// sequences).
+/// sequences), decoupled where SMALL_DECOUPLED asks and the CTA has four producers.
 template <int kProducers>
 cudaError_t launch_small_chunk_persistent(const PrefillArgs& args, int ctas, cudaStream_t stream) {
   using Roles = SmallRoles<8, kProducers>;
   constexpr int bytes = sizeof(SmallSmem) + sizeof(SmallQueue);
-  const auto kernel = small_chunk_persistent_kernel<kProducers>;
+  const auto kernel = [] {
+    if constexpr (kSmallDecoupled && kProducers == 4)
+      return small_chunk_persistent_decoupled_kernel;
+    else return small_chunk_persistent_kernel<kProducers>;
+  }();
   const cudaError_t e =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (e != cudaSuccess) return e;

@@ -4,7 +4,7 @@
 #pragma once
 
 #if !defined(SERIAL_WARPS) || !defined(SERIAL_LANES) || !defined(SERIAL_ROUND) || \
-    !defined(SERIAL_BLOCK)
+    !defined(SERIAL_BLOCK) || !defined(SERIAL_GUESS_FIRST_BLOCK)
 #error "compile with the [params] of candidate.toml (-DSERIAL_WARPS=... etc.)"
 #endif
 
@@ -28,6 +28,13 @@ constexpr int kSerialRound = SERIAL_ROUND;
 // the next block's loads are in flight while the current one runs, and it is converted between
 // blocks, so a larger block means fewer pauses in the chain and more shared memory.
 constexpr int kSerialBlock = SERIAL_BLOCK;
+// Sequence 0's CTAs load their first block as tokens from 0, and their state rows, before reading
+// cu_seqlens (1), keeping the block where the sequence starts at token 0 and its first block is
+// as long as the guess; or read cu_seqlens first (0). The route's calls are a few dependent DRAM
+// reads long (3.9 us at 6 tokens on one H200, 0.54 of it the empty kernel): cu_seqlens, then the
+// block and the rows, then the staging and the tokens. The guess takes the first read off the
+// chain wherever the call is one sequence (most of the route's official workloads).
+constexpr bool kSerialGuessFirstBlock = SERIAL_GUESS_FIRST_BLOCK != 0;
 
 static_assert(kSerialWarps == 2 || kSerialWarps == 4 || kSerialWarps == 8 || kSerialWarps == 16,
               "SERIAL_WARPS: 2, 4, 8 or 16");

@@ -24,8 +24,7 @@ __device__ __forceinline__ void copy_4b_async(void* dst, const void* src, bool v
                "l"(src), "r"(valid ? 4 : 0)
                : "memory");
 #else
-  if (valid) std::memcpy(dst, src, 4);
-  else std::memset(dst, 0, 4);
+  khk_host::async_copy(dst, valid ? src : nullptr, 4);
 #endif
 }
 

@@ -152,28 +152,43 @@ KHK_SERIAL_FN void token_serial_cta(const PrefillArgs& args, int64_t cta_index, 
   const int64_t seq = head / kVHeads;
   const int row0 = tile * kSerialRows;
   const int row_in_cta = warp * kSerialRowsPerWarp + lane / kSerialLanes;
+
+  // Before cu_seqlens (their loads in flight together with its read; serial_tuning.h,
+  // SERIAL_GUESS_FIRST_BLOCK): the row, whose address needs no sequence bounds, and in sequence
+  // 0's CTAs the first block guessed as tokens 0 .. guess_count - 1.
+  float4 m[kSerialVecs];
+  const int64_t row_at = (head * kHeadSize + row0 + row_in_cta) * kHeadSize;
+  KHK_UNROLL
+  for (int i = 0; i < kSerialVecs; ++i)
+    m[i] = args.state ? load_state4(args.state + row_at + (col + i * kSerialLanes) * 4)
+                      : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  const bool guessed = kSerialGuessFirstBlock && seq == 0;
+  const int guess_count =
+      static_cast<int>(args.total_tokens < kSerialBlock ? args.total_tokens : kSerialBlock);
+  SerialPrefetch pf;
+  if (guessed) prefetch_block(args, tid, 0, guess_count, h, row0, pf);
+
   const int64_t begin = args.cu_seqlens[seq], end = args.cu_seqlens[seq + 1];
   const int64_t length = end > begin ? end - begin : 0;
   // Tokens before the first sequence or after the last one belong to none: their output is zero,
   // as in the reference. The first and the last sequence's CTAs clear them, each its own rows.
   if (seq == 0) clear_rows(args, cta, 0, begin, h, row0);
   if (seq == args.num_seqs - 1) clear_rows(args, cta, begin + length, args.total_tokens, h, row0);
-
-  // The row, loaded first: its latency overlaps the first block's loads and staging. An empty
-  // sequence leaves its state at zero whatever the initial state was, as the reference does.
-  float4 m[kSerialVecs];
-  const int64_t row_at = (head * kHeadSize + row0 + row_in_cta) * kHeadSize;
-  KHK_UNROLL
-  for (int i = 0; i < kSerialVecs; ++i)
-    m[i] = args.state && length > 0 ? load_state4(args.state + row_at + (col + i * kSerialLanes) * 4)
-                                    : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  // An empty sequence leaves its state at zero whatever the initial state was, as the reference
+  // does.
+  if (length == 0) {
+    KHK_UNROLL
+    for (int i = 0; i < kSerialVecs; ++i) m[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
 
   if (length > 0) {
     const float exp_A_log = expf(args.A_log[h]), dt_bias = args.dt_bias[h];
     const int64_t blocks = (length + kSerialBlock - 1) / kSerialBlock;
-    SerialPrefetch pf;
-    prefetch_block(args, tid, begin, static_cast<int>(length < kSerialBlock ? length : kSerialBlock),
-                   h, row0, pf);
+    const int first_count = static_cast<int>(length < kSerialBlock ? length : kSerialBlock);
+    // The guess is the block the request would load where the sequence starts at token 0 and
+    // its first block is as long: the same tokens, zero past the same count.
+    if (!guessed || begin != 0 || first_count != guess_count)
+      prefetch_block(args, tid, begin, first_count, h, row0, pf);
     stage_block(cta, smem, smem.stage[0], pf, exp_A_log, dt_bias);
     for (int64_t blk = 0; blk < blocks; ++blk) {
       const int64_t t0 = begin + blk * kSerialBlock;

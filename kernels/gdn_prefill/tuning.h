@@ -13,7 +13,10 @@
     !defined(SMALL_CP_LONG_GROUP_TOKENS) || !defined(SMALL_CP_LONG_MIN_GROUPS) || \
     !defined(SMALL_CHUNK_MIN_AVG_TOKENS) || !defined(SMALL_CP_OVERLAP_MIN_SEQS) || \
     !defined(SMALL_RANK_MIN_CTAS) || !defined(SMALL_PERSISTENT_CTAS) || \
-    !defined(SMALL_PERSISTENT_MIN_ITEMS) || !defined(SMALL_RANK_NARROW_MIN_CTAS)
+    !defined(SMALL_PERSISTENT_MIN_ITEMS) || !defined(SMALL_RANK_NARROW_MIN_CTAS) || \
+    !defined(SMALL_DECOUPLED) || !defined(SMALL_KEY_PARTS) || \
+    !defined(SMALL_SPLIT_GATES) || !defined(SMALL_SPLIT_PHASE_B) || \
+    !defined(SMALL_KEY_SPLIT_MAX_CTAS) || !defined(SMALL_EARLY_START)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
 
@@ -44,6 +47,43 @@ constexpr long long kSmallChunkWideItems = SMALL_CHUNK_WIDE_ITEMS;
 // SM share SMs with each other's producers, and there the two extra warps lost (3999 tokens x 13
 // sequences, 416 narrow CTAs: -4.9 %). 0: two producers in every narrow CTA.
 constexpr long long kSmallFourProducerCtas = SMALL_FOUR_PRODUCER_CTAS;
+// The small-chunk route's CTAs of four producers -- the plain route's, the persistent ones and the
+// context-parallel map pass's -- run their roles decoupled (1: each role walks the chunks at its
+// own pace, handing buffers on through shared-memory barriers; route_small_chunk_decoupled.cuh)
+// or in lockstep (0: one CTA barrier per iteration). The CTAs of two producers (one warp holding
+// two roles) stay in lockstep.
+constexpr bool kSmallDecoupled = SMALL_DECOUPLED != 0;
+// The decoupled narrow CTAs (2 groups of 16 value rows, four producers) split each group's state
+// by keys over kSmallKeyParts chain warps (2 or 4; small_chunk_chain_split.cuh: each warp its part
+// of the state products, one exchange of partial D and Dq per chunk) or hold it in one (1). Once
+// decoupled, a chunk costs what the chain warp's step costs (about 690 instructions at ~2.9 cycles
+// each on one H200); the split shortens its MMA chains and its instruction count by the parts,
+// and adds the exchange.
+constexpr int kSmallKeyParts = SMALL_KEY_PARTS;
+static_assert(kSmallKeyParts == 1 || kSmallKeyParts == 2 || kSmallKeyParts == 4,
+              "SMALL_KEY_PARTS is 1, 2 or 4");
+// ... for calls of at most this many narrow CTAs; above, the unsplit decoupled CTAs. A key-split
+// CTA takes about 48-50 K of an SM's 64 K registers (2 parts: 11 warps at 132 registers; 4: 15 at
+// 102), so a second one waits for an SM of its own where two unsplit ones (6 warps at ~150)
+// share it: past one CTA per SM (132 on an H200) the split would run its CTAs in two waves.
+constexpr long long kSmallKeySplitMaxCtas = SMALL_KEY_SPLIT_MAX_CTAS;
+// The key-split CTAs have a second gate warp (1: the two take the even and the odd chunks) or one
+// (0). A chunk's gate work (the gates, K K^T, Q K^T and A) does not depend on the chunk before,
+// so two warps double the role's throughput; by the 2026-12-03 profiles the gate warp (~590
+// instructions per chunk) is next in length after a chain warp, which the key split shortens.
+constexpr bool kSmallSplitGates = SMALL_SPLIT_GATES != 0;
+// ... and a second solve warp and scale warp (1: the even and the odd chunks' phase B) or one of
+// each (0): the solve warp's inverse (~400-590 instructions per chunk by the same profiles) would
+// bound a chain step shortened by the split.
+constexpr bool kSmallSplitPhaseB = SMALL_SPLIT_PHASE_B != 0;
+// The decoupled plain route's CTAs (index order) start what they can before reading cu_seqlens
+// (1; route_small_chunk_decoupled.cuh, small_start_early): the L2 fetches their state rows and
+// gate parameters, and the CTAs of sequence 0 request their first tile as tokens 0-15, keeping it
+// where the sequence starts at token 0 with a full chunk; or read cu_seqlens first (0). A small
+// call's first chunk is a chain of dependent DRAM reads (cu_seqlens, the tile, then the products
+// and the chain step): this takes one round trip off it (about 0.5-1 us of a ~5 us start on one
+// H200 with the L2 flushed, if the round trips measured elsewhere hold here; not yet measured).
+constexpr bool kSmallEarlyStart = SMALL_EARLY_START != 0;
 // The small-chunk route in context-parallel groups (route_small_chunk_cp.cuh: a map pass, an fp32
 // scan and a correction, 8 chain warps and four producers per CTA) where the workspace holds the
 // groups' matrices and per-token partials: in the most groups per sequence, from 2 to
@@ -167,9 +207,10 @@ constexpr long long kSmallRankMinCtas = SMALL_RANK_MIN_CTAS;
 // an H200, 396 at once), so while all fit at once the order also decides which chains share an
 // SM, and ranked from 133 CTAs they measured -1.3 % at 1024-4095 tokens x 4-15 sequences. Past the
 // resident capacity the late CTAs start in waves as wide ones do: 4124 x 15 (480 CTAs) +9 %, but
-// 3999 x 13 (416, a few CTAs past it) -1.5 % (one H200; bench/results/2026-12-04_gdn_prefill_
-// persistent_narrow_rank_h200.json), so from 448, an eighth past the capacity. Narrow CTAs with
-// four producers never rank (at most kSmallFourProducerCtas of them, which fit at once).
+// 3999 x 13 (416, a few CTAs past it) -1.5 % (one H200;
+// bench/results/2026-12-04_gdn_prefill_persistent_narrow_rank_h200.json), so from 448, an eighth
+// past the capacity. Narrow CTAs with four producers never rank (at most kSmallFourProducerCtas
+// of them, which fit at once).
 constexpr long long kSmallRankNarrowMinCtas = SMALL_RANK_NARROW_MIN_CTAS;
 // Calls of wide CTAs with at least kSmallPersistentMinItems (sequence, head) items (and at most
 // kRankMaxSeqs sequences) run kSmallPersistentCtas persistent CTAs instead
