@@ -25,9 +25,7 @@ using namespace khk_host;
 constexpr int kThreads = 128;  // one warpgroup
 constexpr uint32_t kOffsetB = wgmma_cases::kOffsetB;
 
-uint64_t descriptor(uint32_t start, uint32_t leading, uint32_t stride, int swizzle_mode) {
-  return wgmma_cases::descriptor(start, leading, stride, swizzle_mode);
-}
+using wgmma_cases::descriptor;
 
 // Runs a case of wgmma_cases.h on the emulation: D [64][16] from every thread's fragment.
 std::vector<float> run_case(const wgmma_cases::Case& c) {

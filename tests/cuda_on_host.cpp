@@ -100,11 +100,8 @@ void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint3
   for (int l = 0; l < 32; ++l) {
     const MmaFragments f = cta.peer<MmaFragments>(l);
     const int g = l / 4, c = l % 4;
+    place_a_fragment_bf16(f.a, l, &A[0][0], 16);
     for (int h = 0; h < 2; ++h) {
-      A[g][2 * c + h] = bf16_at(f.a[0], h);
-      A[g + 8][2 * c + h] = bf16_at(f.a[1], h);
-      A[g][2 * c + 8 + h] = bf16_at(f.a[2], h);
-      A[g + 8][2 * c + 8 + h] = bf16_at(f.a[3], h);
       B[2 * c + h][g] = bf16_at(f.b[0], h);
       B[2 * c + 8 + h][g] = bf16_at(f.b[1], h);
     }
@@ -120,10 +117,7 @@ void mma_m16n8k8_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32
   for (int l = 0; l < 32; ++l) {
     const MmaFragments f = cta.peer<MmaFragments>(l);
     const int g = l / 4, c = l % 4;
-    A[g][c] = tf32_value(f.a[0]);
-    A[g + 8][c] = tf32_value(f.a[1]);
-    A[g][c + 4] = tf32_value(f.a[2]);
-    A[g + 8][c + 4] = tf32_value(f.a[3]);
+    place_a_fragment_tf32(f.a, l, &A[0][0], 8);
     B[c][g] = tf32_value(f.b[0]);
     B[c + 4][g] = tf32_value(f.b[1]);
   }

@@ -143,6 +143,27 @@ void issue(float* d, int n, std::function<void(const float*, float*)> compute, b
   cta.mma_open.push_back({d, std::move(in), std::move(out), std::move(compute)});
 }
 
+// Issues d (+)= scale A B^T for the calling thread's fragment: A's element (row, k) from
+// `a_value`, B's from descriptor `b`.
+void issue_product(float* d, int n, int type, uint64_t b, bool trans_b, double scale,
+                   bool accumulate, std::function<float(int row, int k)> a_value) {
+  const Descriptor db = decode(b);
+  const Fragment f = my_fragment();
+  const int k_size = kOperandBytes / element_bytes(type);
+  issue(
+      d, n,
+      [=](const float* in, float* out) {
+        for (int i = 0; i < n / 2; ++i) {
+          double sum = 0.0;
+          for (int k = 0; k < k_size; ++k)
+            sum += static_cast<double>(a_value(f.row(i), k)) *
+                   read_operand(db, Fragment::col(i, f.lane), k, type, trans_b);
+          out[i] = static_cast<float>(in[i] + scale * sum);
+        }
+      },
+      accumulate);
+}
+
 // Records a warpgroup-collective instruction in the thread's log (cta_emulator.h): its kind,
 // shape and flags, and the descriptors the warpgroup must share.
 void log_collective(uint64_t kind, uint64_t a, uint64_t b) {
@@ -203,22 +224,9 @@ void wgmma_ss(float* d, int n, int type, uint64_t a, uint64_t b, bool accumulate
               int scale_b, bool trans_a, bool trans_b) {
   check_shape(n, type);
   log_collective(mma_kind(1, n, type, accumulate, scale_a, scale_b, trans_a, trans_b), a, b);
-  const Descriptor da = decode(a), db = decode(b);
-  const Fragment f = my_fragment();
-  const int k_size = kOperandBytes / element_bytes(type);
-  const double scale = scale_a * scale_b;
-  issue(
-      d, n,
-      [=](const float* in, float* out) {
-        for (int i = 0; i < n / 2; ++i) {
-          double sum = 0.0;
-          for (int k = 0; k < k_size; ++k)
-            sum += static_cast<double>(read_operand(da, f.row(i), k, type, trans_a)) *
-                   read_operand(db, Fragment::col(i, f.lane), k, type, trans_b);
-          out[i] = static_cast<float>(in[i] + scale * sum);
-        }
-      },
-      accumulate);
+  const Descriptor da = decode(a);
+  issue_product(d, n, type, b, trans_b, scale_a * scale_b, accumulate,
+                [=](int row, int k) { return read_operand(da, row, k, type, trans_a); });
 }
 
 void wgmma_rs(float* d, int n, int type, const uint32_t (&a)[4], uint64_t b, bool accumulate,
@@ -230,46 +238,22 @@ void wgmma_rs(float* d, int n, int type, const uint32_t (&a)[4], uint64_t b, boo
     uint32_t r[4];
   };
   cta.publish(Regs{{a[0], a[1], a[2], a[3]}});
-  // The warp's 16 rows of A, as mma.sync's A fragments hold them.
+  // The warp's 16 rows of A (the warpgroup's rows 16 w .. 16 w + 15), as mma.sync's A fragments
+  // hold them.
   const int k_size = kOperandBytes / element_bytes(type);
   std::vector<float> rows(static_cast<std::size_t>(16 * k_size));
   for (int l = 0; l < 32; ++l) {
     const Regs r = cta.peer<Regs>(l);
-    const int g = l / 4, c = l % 4;
-    auto at = [&](int row, int k) -> float& {
-      return rows[static_cast<std::size_t>(row * k_size + k)];
-    };
-    if (type == kWgmmaBf16) {
-      for (int h = 0; h < 2; ++h) {
-        at(g, 2 * c + h) = bf16_at(r.r[0], h);
-        at(g + 8, 2 * c + h) = bf16_at(r.r[1], h);
-        at(g, 2 * c + 8 + h) = bf16_at(r.r[2], h);
-        at(g + 8, 2 * c + 8 + h) = bf16_at(r.r[3], h);
-      }
-    } else {
-      at(g, c) = tf32_value(r.r[0]);
-      at(g + 8, c) = tf32_value(r.r[1]);
-      at(g, c + 4) = tf32_value(r.r[2]);
-      at(g + 8, c + 4) = tf32_value(r.r[3]);
-    }
+    if (type == kWgmmaBf16)
+      place_a_fragment_bf16(r.r, l, rows.data(), k_size);
+    else
+      place_a_fragment_tf32(r.r, l, rows.data(), k_size);
   }
   cta.done();
-  const Descriptor db = decode(b);
-  const Fragment f = my_fragment();
-  const double scale = scale_a * scale_b;
-  issue(
-      d, n,
-      [=](const float* in, float* out) {
-        for (int i = 0; i < n / 2; ++i) {
-          const int row = f.row(i) % 16;
-          double sum = 0.0;
-          for (int k = 0; k < k_size; ++k)
-            sum += static_cast<double>(rows[static_cast<std::size_t>(row * k_size + k)]) *
-                   read_operand(db, Fragment::col(i, f.lane), k, type, trans_b);
-          out[i] = static_cast<float>(in[i] + scale * sum);
-        }
-      },
-      accumulate);
+  issue_product(d, n, type, b, trans_b, scale_a * scale_b, accumulate,
+                [rows = std::move(rows), k_size](int row, int k) {
+                  return rows[static_cast<std::size_t>(row % 16 * k_size + k)];
+                });
 }
 
 }  // namespace khk_host
