@@ -45,11 +45,11 @@ cudaError_t allow_split_smem() {
   if (cudaGetDevice(&device) != cudaSuccess) return cudaGetLastError();
   if (device >= 0 && device < kMaxDevices && done[device].load(std::memory_order_relaxed))
     return cudaSuccess;
-  cudaError_t e = cudaFuncSetAttribute(split_kv_attention<false, kBlockGroups>,
+  cudaError_t e = cudaFuncSetAttribute(split_kv_attention<false>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        split_smem_bytes(1));
   if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(split_kv_attention<true, kFusedBlockGroups>,
+    e = cudaFuncSetAttribute(split_kv_attention<true>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize, split_smem_bytes(1));
   if (e == cudaSuccess && device >= 0 && device < kMaxDevices)
     done[device].store(true, std::memory_order_relaxed);
@@ -100,7 +100,7 @@ cudaError_t dispatch(const AttentionArgs& args, void* workspace, uint64_t bytes,
     // whole token's rows: one CTA may take them all.
     cudaLaunchConfig_t fused{};
     fused.gridDim = dim3(ctas);
-    fused.blockDim = dim3(split_threads(kFusedBlockGroups));
+    fused.blockDim = dim3(kThreads);
     fused.dynamicSmemBytes = split_smem_bytes(1);
     fused.stream = stream;
     cudaLaunchAttribute cooperative{};
@@ -109,14 +109,12 @@ cudaError_t dispatch(const AttentionArgs& args, void* workspace, uint64_t bytes,
     fused.attrs = &cooperative;
     fused.numAttrs = 1;
     const cudaError_t e =
-        cudaLaunchKernelEx(&fused, split_kv_attention<true, kFusedBlockGroups>, args, partials,
-                           splits);
+        cudaLaunchKernelEx(&fused, split_kv_attention<true>, args, partials, splits);
     if (e != cudaErrorCooperativeLaunchTooLarge) return e;
     cudaGetLastError();  // fewer SMs than the device has (MPS): the two-kernel route instead
   }
-  split_kv_attention<false, kBlockGroups>
-      <<<ctas, split_threads(kBlockGroups), split_smem_bytes(splits), stream>>>(args, partials,
-                                                                                splits);
+  split_kv_attention<false><<<ctas, kThreads, split_smem_bytes(splits), stream>>>(args, partials,
+                                                                                 splits);
   if (splits == 1) return cudaGetLastError();
   cudaLaunchConfig_t merge{};
   merge.gridDim = dim3(static_cast<unsigned>(args.tokens * kHeads * kMergeCtasPerHead));

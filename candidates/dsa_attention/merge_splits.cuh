@@ -163,15 +163,13 @@ __global__ void __launch_bounds__(kMergeThreads)
   trace(kTraceMerge, 2);
 }
 
-/// Called by each of token `token`'s `splits` CTAs (split `split`, at least kCkvDim / 4 threads)
-/// once every split's partials are visible (after a grid-wide barrier): the CTA of split s writes
-/// the output and LSE of heads s, s + splits, ..., each of its first kCkvDim / 4 threads one quad
-/// of columns, with one round trip per head (its splits' O quads with their (m, l)) and no
-/// barrier.
+/// Called by each of token `token`'s `splits` CTAs (split `split`, kCkvDim / 4 threads) once
+/// every split's partials are visible (after a grid-wide barrier): the CTA of split s writes the
+/// output and LSE of heads s, s + splits, ..., each thread one quad of columns, with one round
+/// trip per head (its splits' O quads with their (m, l)) and no barrier.
 __device__ __forceinline__ void merge_heads_in_grid(const AttentionArgs& args,
                                                     const SplitPartials& partials, int splits,
                                                     int64_t token, int split) {
-  if (threadIdx.x >= kCkvDim / 4) return;  // whole warps
   const int col = static_cast<int>(threadIdx.x) * 4;
   for (int head = split; head < kHeads; head += splits) {
     QuadMerge quad;

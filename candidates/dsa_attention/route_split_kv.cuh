@@ -25,7 +25,6 @@
 #include <cstdint>
 
 #include "bulk_copy.cuh"
-#include "block_groups.cuh"
 #include "dsa_attention.cuh"
 #include "merge_splits.cuh"
 #include "trace.cuh"
@@ -34,22 +33,18 @@
 
 namespace khk::dsa_attention {
 
-// A block group is 4 warps computing one 64-row block at a time (8 warps on one block and 32-row
-// blocks with two CTAs per SM both measured slower on one H200, ROOFLINE.md); with two groups a
-// CTA takes the even and the odd blocks in its two groups (each its own stage, softmax state and
-// named barrier) and combines their results at the end (block_groups.cuh). Each instantiation
-// of the kernel has its count (BLOCK_GROUPS, FUSED_BLOCK_GROUPS).
-constexpr int kMaxGroups = 2;
-constexpr int kMaxWarps = kGroupWarps * kMaxGroups;
-constexpr int kBlockRows = 64;                        // rows per gathered block
-constexpr int kLogitRows = kBlockRows / kGroupWarps;  // a warp's rows of a block's logits
-constexpr int kLogitTiles = kLogitRows / 8;           // ... as 16-head x 8-row MMA tiles
-constexpr int kColsPerWarp = kCkvDim / kGroupWarps;   // a warp's output columns
+// 4 warps and 64-row blocks: 8 warps and 32-row blocks (two CTAs per SM) both measured slower on
+// one H200 (ROOFLINE.md).
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kBlockRows = 64;                   // rows per gathered block
+constexpr int kLogitRows = kBlockRows / kWarps;  // a warp's rows of a block's logits
+constexpr int kLogitTiles = kLogitRows / 8;      // ... as 16-head x 8-row MMA tiles
+constexpr int kColsPerWarp = kCkvDim / kWarps;   // a warp's output columns
 constexpr int kOutTiles = kColsPerWarp / 8;      // ... as 16-head x 8-column accumulator tiles
 constexpr int kStages = 2;
 constexpr int kChunksPerRow = kKeyDim / 8;       // 72 16-byte pieces: 64 of ckv, then 8 of kpe
 constexpr int kCkvChunks = kCkvDim / 8;
-constexpr int kKpeChunks = kKpeDim / 8;
 // Shared rows are padded by 16 bytes (1168 bytes apart) so the 8 rows of an ldmatrix fall in
 // distinct banks; likewise P's rows (144 bytes apart).
 constexpr int kRowStride = kKeyDim + 8;
@@ -59,11 +54,10 @@ constexpr int kLogitChains = 4;                  // divides the 36 k-steps of a 
 // past the block's last row are skipped, so a split with a few rows (one or two tokens over 16
 // splits: about 2-30 rows each) pays for the rows it has, not for the 64 of a block.
 constexpr int kRowGroup = 16;
+constexpr int kSlotsPerThread = kTopK / kThreads;  // the most index slots a thread compacts
 constexpr uint32_t kRowBytes = kKeyDim * sizeof(__nv_bfloat16);
-constexpr uint32_t kCkvRowBytes = kCkvDim * sizeof(__nv_bfloat16);
 static_assert((kKeyDim / 16) % kLogitChains == 0);
-static_assert(kGroupThreads >= 2 * kBlockRows, "a bulk gather gives each row's ckv and kpe a thread");
-static_assert(kStages % kMaxGroups == 0, "each block group owns whole stages");
+static_assert(kThreads >= 2 * kBlockRows, "a bulk gather gives each row's ckv and kpe a thread");
 static_assert(kLogitTiles == 1 || kLogitTiles == 2, "BLOCK_ROWS / WARPS: 8 or 16 logit rows");
 static_assert(kLogitRows % 8 == 0 && kBlockRows % kRowGroup == 0);
 
@@ -75,11 +69,11 @@ __device__ __forceinline__ int computed_rows(int n) {
 struct SplitSmem {
   __nv_bfloat16 rows[kStages][kBlockRows][kRowStride];
   __nv_bfloat16 q[kHeads][kRowStride];             // [q_nope | q_pe] per head
-  __nv_bfloat16 p[kMaxGroups][kHeads][kPStride];  // each group's block's probabilities
-  float warp_max[kMaxWarps][kHeads];
-  float warp_sum[kMaxWarps][kHeads];
+  __nv_bfloat16 p[kHeads][kPStride];               // this block's probabilities
+  float warp_max[kWarps][kHeads];
+  float warp_sum[kWarps][kHeads];
   uint64_t landed[kStages];                        // bulk gathers: the stage's bytes arrived
-  int32_t warp_count[kMaxWarps];
+  int32_t warp_count[kWarps];
   // Then the compacted cache rows of this split, as many as it has slots: sized at launch, so
   // that more splits take less shared memory (split_smem_bytes).
 };
@@ -91,32 +85,21 @@ inline size_t split_smem_bytes(int splits) {
 
 static_assert(sizeof(SplitSmem) + sizeof(int32_t) * kTopK <= 227 * 1024,
               "above an H100/H200 SM's shared memory");
-static_assert(sizeof(SplitSmem::rows[0]) >= sizeof(float) * (kOutTiles * 2 * kGroupThreads + 32),
-              "a block group's half of the results fits its gather stage");
-static_assert(kCkvDim / 4 <= kGroupThreads, "the in-grid merge gives a thread one quad of a head");
-
-/// The threads of a CTA of the split route with `groups` block groups.
-__host__ __device__ constexpr int split_threads(int groups) { return groups * kGroupThreads; }
+static_assert(kCkvDim / 4 == kThreads, "the in-grid merge gives each thread one quad of a head");
 
 /// Launched with tokens x splits CTAs; kFused (a few tokens) cooperatively, every CTA resident at
 /// once: the token's splits are merged in this grid behind a grid-wide barrier, or, where every
 /// token has at most kSingleCtaMaxRows rows, the first CTA of each token takes all of them and
 /// the others leave (no partials, no barrier).
-/// Two instantiations, so that the route of many tokens carries none of the fused route's code;
-/// kGroups block groups of kGroupWarps warps each.
-template <bool kFused, int kGroups>
-__global__ void __launch_bounds__(split_threads(kGroups), 1)
+/// Two instantiations, so that the route of many tokens carries none of the fused route's code.
+template <bool kFused>
+__global__ void __launch_bounds__(kThreads, 1)
     split_kv_attention(AttentionArgs args, SplitPartials partials, int splits) {
-  static_assert(kGroups >= 1 && kGroups <= kMaxGroups);
-  constexpr int kThreads = split_threads(kGroups);
-  constexpr int kWarps = kThreads / 32;
-  constexpr int kSlotsPerThread = kTopK / kThreads;  // the most index slots a thread compacts
   bool merge_in_grid = kFused;  // until every token turns out to have few rows
   extern __shared__ __align__(128) unsigned char smem_bytes[];
   SplitSmem& s = *reinterpret_cast<SplitSmem*>(smem_bytes);
   int32_t* valid_rows = reinterpret_cast<int32_t*>(smem_bytes + sizeof(SplitSmem));
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int group = warp / kGroupWarps, gwarp = warp % kGroupWarps, gtid = tid % kGroupThreads;
   const int64_t token = blockIdx.x / splits;
   int split = static_cast<int>(blockIdx.x % splits);
   trace(kTraceSplit, 0);
@@ -225,43 +208,32 @@ __global__ void __launch_bounds__(split_threads(kGroups), 1)
   const int blocks = (count + kBlockRows - 1) / kBlockRows;
   trace(kTraceSplit, 1);  // indices landed and compacted
 
-  // 2. Gathers: block 0, then block 1 (with two block groups, each group its own), by the
-  //    threads of the group that computes the block. The cp.async form makes one commit group per
-  //    block, empty ones included, so that "all but the newest group landed" always means "Q and
-  //    this block landed"; the bulk form completes each block on its stage's barrier; the mixed
-  //    form (TMA_GATHER 2) does both, ckv on the barrier and kpe in the commit groups.
+  // 2. Gathers: block 0, then block 1. The cp.async form makes one commit group per block, empty
+  //    ones included, so that "all but the newest group landed" always means "Q and this block
+  //    landed"; the bulk form completes each block on its stage's barrier.
   auto gather_block = [&](int block, int stage) {
     const int first = block * kBlockRows;
     if constexpr (kTmaGather) {
       const int n = min(kBlockRows, count - first);
-      if (gtid == 0)
-        barrier_arrive_expect(&s.landed[stage], n * (kKpeBulk ? kRowBytes : kCkvRowBytes));
-      const int r = gtid % kBlockRows;
-      if (r < n && gtid < (kKpeBulk ? 2 : 1) * kBlockRows) {
+      if (tid == 0) barrier_arrive_expect(&s.landed[stage], n * kRowBytes);
+      const int r = tid % kBlockRows;
+      if (r < n && tid < 2 * kBlockRows) {
         const int64_t row = valid_rows[first + r];
-        if (gtid < kBlockRows)
-          bulk_copy_to_shared(&s.rows[stage][r][0], args.ckv + row * kCkvDim, kCkvRowBytes,
-                              &s.landed[stage]);
+        if (tid < kBlockRows)
+          bulk_copy_to_shared(&s.rows[stage][r][0], args.ckv + row * kCkvDim,
+                              kCkvDim * sizeof(__nv_bfloat16), &s.landed[stage]);
         else
           bulk_copy_to_shared(&s.rows[stage][r][kCkvDim], args.kpe + row * kKpeDim,
-                              kRowBytes - kCkvRowBytes, &s.landed[stage]);
-      }
-      if constexpr (!kKpeBulk) {  // the kpe pieces by cp.async, in this thread's commit group
-        for (int c = gtid; c < n * kKpeChunks; c += kGroupThreads) {
-          const int64_t row = valid_rows[first + c / kKpeChunks];
-          const int piece = c % kKpeChunks;
-          gather_16b(&s.rows[stage][c / kKpeChunks][kCkvDim + piece * 8],
-                     args.kpe + row * kKpeDim + piece * 8, true);
-        }
+                              kKpeDim * sizeof(__nv_bfloat16), &s.landed[stage]);
       }
       // Rows past the count that the MMAs read: zeros (their probabilities are 0, but 0 x stale
       // bits may be NaN).
-      for (int c = gtid; c < (computed_rows(n) - n) * kChunksPerRow; c += kGroupThreads)
+      for (int c = tid; c < (computed_rows(n) - n) * kChunksPerRow; c += kThreads)
         *reinterpret_cast<uint4*>(&s.rows[stage][n + c / kChunksPerRow][c % kChunksPerRow * 8]) =
             make_uint4(0, 0, 0, 0);
     } else {
       const int rows = computed_rows(min(kBlockRows, count - first));
-      for (int c = gtid; c < rows * kChunksPerRow; c += kGroupThreads) {
+      for (int c = tid; c < rows * kChunksPerRow; c += kThreads) {
         const int r = c / kChunksPerRow, piece = c % kChunksPerRow;
         const int i = first + r;
         const bool valid = i < count;
@@ -273,37 +245,28 @@ __global__ void __launch_bounds__(split_threads(kGroups), 1)
       }
     }
   };
-  // The first group requests both first blocks, block 0 first: with two groups requesting at
-  // once both blocks landed together at the end of the gather (8 tokens x 2048 rows on one
-  // H100), where block 0 alone lands earlier and its MMAs overlap block 1's arrival.
-  for (int block = 0; block < kStages; ++block) {
-    if (block < blocks && group == 0) gather_block(block, block);
-    gather_commit();
-  }
-  if constexpr (kGroups > 1) {
-    // Q's pieces came from every thread, block 1's zero rows from the first group: visible to
-    // both groups past this barrier (Q was requested before the indices, so it has landed by
-    // now; the cp.async form waits for the thread's blocks too).
-    gather_wait<0>();
-    __syncthreads();
-  }
+  if (blocks > 0) gather_block(0, 0);
+  gather_commit();
+  if (blocks > 1) gather_block(1, 1);
+  gather_commit();
 
   // 3. The blocks. Lane (g, q4) holds heads g and g + 8 of every accumulator tile.
   const int g = lane / 4, q4 = lane % 4;
   float o[kOutTiles][4] = {};
   float m_run[2] = {-INFINITY, -INFINITY};
   float l_run[2] = {0.0f, 0.0f};
-  for (int block = group; block < blocks; block += kGroups) {
+  for (int block = 0; block < blocks; ++block) {
     const int stage = block % kStages;
-    if constexpr (kKpeBulk)
+    if constexpr (kTmaGather) {
       gather_wait<0>();  // Q
-    else  // Q and this block's cp.async pieces (two groups: a thread's groups are its blocks)
-      gather_wait<kGroups == 1 ? 1 : 0>();
-    if constexpr (kTmaGather) barrier_wait(&s.landed[stage], (block / kStages) % 2);
-    group_barrier<kGroups>(group);
+      barrier_wait(&s.landed[stage], (block / kStages) % 2);
+    } else {
+      gather_wait<1>();
+    }
+    __syncthreads();
     if (block == 0) trace(kTraceSplit, 2);  // the first block's rows landed
     const __nv_bfloat16(*rows)[kRowStride] = s.rows[stage];
-    const int row0 = gwarp * kLogitRows;
+    const int row0 = warp * kLogitRows;
     const int n = computed_rows(min(kBlockRows, count - block * kBlockRows));
 
     // kLogitChains independent accumulators per tile, summed at the end: one chain of 36
@@ -350,13 +313,12 @@ __global__ void __launch_bounds__(split_threads(kGroups), 1)
       s.warp_max[warp][g] = block_max[0];
       s.warp_max[warp][g + 8] = block_max[1];
     }
-    group_barrier<kGroups>(group);
+    __syncthreads();
 
     float m_new[2], alpha[2], sum[2] = {0.0f, 0.0f};
     for (int i = 0; i < 2; ++i) {
       m_new[i] = m_run[i];
-      for (int w = group * kGroupWarps; w < (group + 1) * kGroupWarps; ++w)
-        m_new[i] = fmaxf(m_new[i], s.warp_max[w][g + 8 * i]);
+      for (int w = 0; w < kWarps; ++w) m_new[i] = fmaxf(m_new[i], s.warp_max[w][g + 8 * i]);
       // A block holds at least one row, so m_new is finite; the guard keeps -inf - -inf out.
       if (m_new[i] == -INFINITY) m_new[i] = 0.0f;
       alpha[i] = exp2f(m_run[i] - m_new[i]);
@@ -369,8 +331,8 @@ __global__ void __launch_bounds__(split_threads(kGroups), 1)
       sum[0] += __low2float(p01) + __high2float(p01);
       sum[1] += __low2float(p23) + __high2float(p23);
       const int col = row0 + n * 8 + q4 * 2;
-      *reinterpret_cast<__nv_bfloat162*>(&s.p[group][g][col]) = p01;
-      *reinterpret_cast<__nv_bfloat162*>(&s.p[group][g + 8][col]) = p23;
+      *reinterpret_cast<__nv_bfloat162*>(&s.p[g][col]) = p01;
+      *reinterpret_cast<__nv_bfloat162*>(&s.p[g + 8][col]) = p23;
     }
     for (int i = 0; i < 2; ++i) {
       sum[i] += __shfl_xor_sync(~0u, sum[i], 1);
@@ -380,12 +342,11 @@ __global__ void __launch_bounds__(split_threads(kGroups), 1)
       s.warp_sum[warp][g] = sum[0];
       s.warp_sum[warp][g + 8] = sum[1];
     }
-    group_barrier<kGroups>(group);
+    __syncthreads();
 
     for (int i = 0; i < 2; ++i) {
       float block_sum = 0.0f;
-      for (int w = group * kGroupWarps; w < (group + 1) * kGroupWarps; ++w)
-        block_sum += s.warp_sum[w][g + 8 * i];
+      for (int w = 0; w < kWarps; ++w) block_sum += s.warp_sum[w][g + 8 * i];
       l_run[i] = l_run[i] * alpha[i] + block_sum;
       m_run[i] = m_new[i];
     }
@@ -395,14 +356,14 @@ __global__ void __launch_bounds__(split_threads(kGroups), 1)
       o[t][2] *= alpha[1];
       o[t][3] *= alpha[1];
     }
-    const int col_base = gwarp * kColsPerWarp;
+    const int col_base = warp * kColsPerWarp;
     // Unrolled over the whole block (where calls of many tokens spend their time, every block is
     // full), each step skipped past the block's rows.
 #pragma unroll
     for (int k0 = 0; k0 < kBlockRows; k0 += kRowGroup) {
       if (k0 >= n) break;
       uint32_t a[4];
-      ldmatrix_x4(a, &s.p[group][lane % 16][k0 + (lane / 16) * 8]);
+      ldmatrix_x4(a, &s.p[lane % 16][k0 + (lane / 16) * 8]);
       for (int t = 0; t < kOutTiles; t += 2) {
         uint32_t b[4];
         ldmatrix_x4_trans(b, &rows[k0 + lane % 8 + (lane / 8) % 2 * 8]
@@ -411,7 +372,7 @@ __global__ void __launch_bounds__(split_threads(kGroups), 1)
         mma_bf16_16816(o[t + 1], a, b[2], b[3]);
       }
     }
-    group_barrier<kGroups>(group);  // the group's warps are done with this stage, p and the warp sums
+    __syncthreads();  // every warp is done with this stage, p and the warp sums
     if (block + kStages < blocks) gather_block(block + kStages, stage);
     gather_commit();
   }
@@ -419,31 +380,17 @@ __global__ void __launch_bounds__(split_threads(kGroups), 1)
   gather_wait<0>();  // a split with no row never waited for Q
   trace(kTraceSplit, 3);  // every block computed
 
-  // 4. Results. With two groups that both computed blocks (blocks > 1, the same in every thread),
-  //    each writes the half of the tiles it combined; else the first group writes them all. m_run
-  //    and l_run are the same in every warp of a group.
-  bool writes = group == 0;
-  int first_tile = 0, end_tile = kOutTiles;
-  if constexpr (kGroups > 1)
-    if (blocks > 1) {
-      combine_block_groups(group, gtid, o, m_run, l_run,
-                           reinterpret_cast<float*>(&s.rows[group][0][0]),
-                           reinterpret_cast<const float*>(&s.rows[1 - group][0][0]));
-      writes = true;
-      first_tile = group * kOutTiles / 2;
-      end_tile = first_tile + kOutTiles / 2;
-    }
-  const int col_base = gwarp * kColsPerWarp + q4 * 2;
-  for (int i = 0; i < 2 && writes; ++i) {
+  // 4. Results. m_run and l_run are the same in every warp.
+  const int col_base = warp * kColsPerWarp + q4 * 2;
+  for (int i = 0; i < 2; ++i) {
     const int head = g + 8 * i;
     const int64_t token_head = token * kHeads + head;
     if (splits == 1) {
       const float inv = l_run[i] > 0.0f ? 1.0f / l_run[i] : 0.0f;
       __nv_bfloat16* out = args.output + token_head * kCkvDim + col_base;
       for (int t = 0; t < kOutTiles; ++t)
-        if (t >= first_tile && t < end_tile)
-          *reinterpret_cast<uint32_t*>(out + t * 8) =
-              pack_bf16x2(o[t][2 * i] * inv, o[t][2 * i + 1] * inv);
+        *reinterpret_cast<uint32_t*>(out + t * 8) =
+            pack_bf16x2(o[t][2 * i] * inv, o[t][2 * i + 1] * inv);
       if (warp == 0 && q4 == 0)
         args.lse[token_head] = l_run[i] > 0.0f ? m_run[i] + log2f(l_run[i]) : -INFINITY;
     } else {
@@ -451,8 +398,7 @@ __global__ void __launch_bounds__(split_threads(kGroups), 1)
       if (count > 0) {
         float* out = partials.o + part * kCkvDim + col_base;
         for (int t = 0; t < kOutTiles; ++t)
-          if (t >= first_tile && t < end_tile)
-            *reinterpret_cast<float2*>(out + t * 8) = make_float2(o[t][2 * i], o[t][2 * i + 1]);
+          *reinterpret_cast<float2*>(out + t * 8) = make_float2(o[t][2 * i], o[t][2 * i + 1]);
       }
       if (warp == 0 && q4 == 0)
         partials.ml[part] = make_float2(count > 0 ? m_run[i] : -INFINITY, l_run[i]);

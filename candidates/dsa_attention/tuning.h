@@ -4,8 +4,7 @@
 #pragma once
 
 #if !defined(MAX_SPLITS) || !defined(TMA_GATHER) || !defined(MERGE_PDL) || \
-    !defined(FUSED_TOKENS) || !defined(SINGLE_CTA_ROWS) || !defined(ROW_SKIP) ||     \
-    !defined(BLOCK_GROUPS) || !defined(FUSED_BLOCK_GROUPS)
+    !defined(FUSED_TOKENS) || !defined(SINGLE_CTA_ROWS) || !defined(ROW_SKIP)
 #error "compile with the [params] of kernels/dsa_attention/candidate.toml (-DMAX_SPLITS=... etc.)"
 #endif
 
@@ -18,12 +17,8 @@ namespace khk::dsa_attention {
 // directly, more write partials that a second kernel merges.
 constexpr int kMaxSplits = MAX_SPLITS;
 // Gather each selected row with two bulk copies (TMA: its 1 KiB of ckv, its 128 B of kpe) that
-// complete on a stage barrier (1); its ckv by a bulk copy and its kpe by 8 16-byte cp.async (2),
-// so the bulk copy engine, whose queue held the issuing warps for a third of an 8 x 2048-row call
-// on one H100 (Nsight Compute), carries half as many copies; or all of it by 72 16-byte cp.async
-// (0).
-constexpr bool kTmaGather = TMA_GATHER >= 1;  // ckv by bulk copies
-constexpr bool kKpeBulk = TMA_GATHER == 1;    // kpe by bulk copies too
+// complete on a stage barrier (1), or with 72 16-byte cp.async (0).
+constexpr bool kTmaGather = TMA_GATHER;
 // Launch the merge as a programmatic dependent launch of the split kernel, so its launch overlaps
 // the split kernel instead of following it.
 constexpr bool kMergePdl = MERGE_PDL;
@@ -42,16 +37,6 @@ constexpr int kSingleCtaMaxRows = SINGLE_CTA_ROWS;
 // Skip a block's 16-row groups past its last row (1), or compute all 64 rows (0).
 constexpr bool kRowSkip = ROW_SKIP;
 
-// Groups of 4 warps per CTA, each computing whole 64-row blocks (2: the even and the odd blocks
-// at the same time, block_groups.cuh), or one group computing them in turn (1): in the two-kernel
-// route (BLOCK_GROUPS) and in the fused launch of a few tokens (FUSED_BLOCK_GROUPS), where more
-// threads also read the indices of every token sooner.
-constexpr int kBlockGroups = BLOCK_GROUPS;
-constexpr int kFusedBlockGroups = FUSED_BLOCK_GROUPS;
-
-static_assert(TMA_GATHER >= 0 && TMA_GATHER <= 2, "TMA_GATHER: 0, 1 or 2");
-static_assert(kBlockGroups == 1 || kBlockGroups == 2, "BLOCK_GROUPS: 1 or 2");
-static_assert(kFusedBlockGroups == 1 || kFusedBlockGroups == 2, "FUSED_BLOCK_GROUPS: 1 or 2");
 static_assert(kMaxSplits >= 1 && kMaxSplits <= 256, "MAX_SPLITS: 1 to 256");
 static_assert(kFusedMaxTokens >= 0 && kFusedMaxTokens <= 2, "FUSED_TOKENS: 0 to 2");
 static_assert(kSingleCtaMaxRows >= 0 && kSingleCtaMaxRows <= 2048, "SINGLE_CTA_ROWS: 0 to 2048");

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Splits an Nsight Compute SASS source page (ncu --page source --csv --print-source=sass) of the
+DSA split kernel into its phases by marker instructions, and prints each phase's share of the warp
+samples and its leading stall reasons as JSON. The phases, in code order:
+  indices   up to the first row gather (Q's and the indices' loads, the compaction),
+  issue     from the first row gather (UBLKCP: bulk copy; else LDGSTS, cp.async) to the first
+            transaction-barrier wait after it (the copies' issue, held when the copy queue is full),
+  wait      from there to the first HMMA (waiting for the first block to land),
+  mma       from the first HMMA to the last (logits, softmax, PV, later blocks' waits),
+  results   the rest (the results' stores, the in-grid merge, out-of-line code).
+Each warp lives through every phase, so a phase's share of the samples is about its share of the
+kernel's time.
+
+Usage: summarize_dsa_stalls.py SASS_CSV
+"""
+import collections
+import csv
+import json
+import sys
+
+
+def number(text):
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return 0.0
+
+
+def load(path):
+    rows = [r for r in csv.reader(open(path)) if r]
+    start = next(i for i, r in enumerate(rows) if "Instructions Executed" in r)
+    header, data = rows[start], rows[start + 1:]
+    at = {name: i for i, name in enumerate(header)}
+    reasons = [h for h in header if h.startswith("stall_") and "Not Issued" not in h]
+    return [{"source": r[at["Source"]].strip(),
+             "samples": number(r[at["Warp Stall Sampling (All Samples)"]]),
+             "stalls": {h[len("stall_"):]: number(r[at[h]]) for h in reasons}} for r in data]
+
+
+def first(instructions, needles, begin=0):
+    for i in range(begin, len(instructions)):
+        if any(n in instructions[i]["source"] for n in needles):
+            return i
+    return None
+
+
+def main():
+    ins = load(sys.argv[1])
+    total = sum(i["samples"] for i in ins) or 1.0
+    # Q's cp.async come before the indices' loads (LDG); the rows' gathers after them.
+    gather = first(ins, ("UBLKCP",))
+    if gather is None:
+        gather = first(ins, ("LDGSTS",), first(ins, ("LDG",)) or 0)
+    hmma = [i for i, x in enumerate(ins) if "HMMA" in x["source"]]
+    if gather is None or not hmma:
+        sys.exit(f"{sys.argv[1]}: no gather or no HMMA instruction: not the split kernel")
+    wait = first(ins, ("SYNCS.PHASECHK",), gather)
+    wait = wait if wait is not None and wait < hmma[0] else hmma[0]
+    bounds = {"indices": (0, gather), "issue": (gather, wait), "wait": (wait, hmma[0]),
+              "mma": (hmma[0], hmma[-1] + 1), "results": (hmma[-1] + 1, len(ins))}
+    phases = {}
+    for name, (a, b) in bounds.items():
+        part = ins[a:b]
+        samples = sum(i["samples"] for i in part)
+        reasons = collections.Counter()
+        for i in part:
+            reasons.update(i["stalls"])
+        phases[name] = {"instructions": [a, b], "share": round(samples / total, 3),
+                        "by_reason": {k: round(v / (samples or 1.0), 2)
+                                      for k, v in reasons.most_common(4)}}
+    print(json.dumps({"samples": int(total), "hmma": len(hmma), "phases": phases}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
