@@ -8,7 +8,8 @@
 #      the workloads of KH_WORKLOADS=FILE);
 #   3. kh show --json per candidate (OUT/show_<name>.json), kh compare of each against the library
 #      entry (OUT/compare_<name>_<hash>.txt, and .json for bench/kernels/summarize_compares.py)
-#      and kh report (OUT/report/report.md, regimes included).
+#      and kh report (OUT/report/report.md, regimes included); OUT/variants.txt says which hash
+#      is which folder@knobs.
 # The store (OUT/store) keeps the results; its blobs are dropped at the end to keep OUT small.
 #
 # Usage: bench/kernels/run_candidate_vs_library.sh OUT_DIR CANDIDATE_DIR [NAME=value,NAME=value ...]
@@ -39,6 +40,16 @@ workloads=()
 "$kh" sweep "${cands[@]}" "${workloads[@]}" --backend cuda --timing cupti --trials 1 \
   --cache "$cache" --store "$store" --json ${KH_SWEEP_ARGS:-} >"$out/sweep.json" 2>"$out/sweep.log"
 echo "sweep rc=$? ($(tail -c 300 "$out/sweep.log" | tr '\n' ' '))"
+
+# Which hash is which of the swept candidates (knob variants share the candidate's name), in the
+# sweep's order: OUT/variants.txt, one "hash folder[@knobs]" line each.
+python3 - "$out/sweep.json" "${cands[@]}" >"$out/variants.txt" <<'PY'
+import json, sys
+swept = json.load(open(sys.argv[1])).get("candidates", [])
+for c, spec in zip(swept, sys.argv[2:]):
+    print(c["hash"][:12], spec)
+PY
+cat "$out/variants.txt"
 
 "$kh" history --store "$store" --json >"$out/history.json" 2>/dev/null
 python3 - "$out/history.json" >"$out/candidates.txt" <<'PY'
