@@ -1,6 +1,6 @@
 // CUDA builtins for kernel bodies compiled by the host compiler and run by the CTA emulator
-// (cta_emulator.h): threadIdx and blockIdx of the running fiber, __syncthreads, __syncwarp and
-// the float shuffles. The warp-collective PTX a kernel wraps (mma.sync, ldmatrix) it declares in
+// (cta_emulator.h): threadIdx and blockIdx of the running fiber, __syncthreads, __syncwarp, the
+// float shuffles and a few integer warp collectives. The warp-collective PTX a kernel wraps (mma.sync, ldmatrix) it declares in
 // namespace khk_host for host builds (kernels/gdn_prefill/mma_tiles.cuh); cuda_on_host.cpp
 // defines them on publish / peer. Include this before the kernel's headers, and give the kernel's
 // `extern __shared__` array a definition in the test (one buffer: the emulator runs one CTA at a
@@ -71,3 +71,37 @@ inline unsigned __float_as_uint(float f) {
   std::memcpy(&x, &f, sizeof x);
   return x;
 }
+
+// The integer warp collectives of the DSA split route's compaction (route_split_kv.cuh).
+inline int __shfl_up_sync(unsigned, int x, unsigned delta, int = 32) {
+  auto& cta = kh::test::EmulatedCta::current();
+  cta.publish(x);
+  const int lane = cta.lane();
+  const int r = lane >= static_cast<int>(delta) ? cta.peer<int>(lane - static_cast<int>(delta)) : x;
+  cta.done();
+  return r;
+}
+
+inline unsigned __ballot_sync(unsigned, int predicate) {
+  auto& cta = kh::test::EmulatedCta::current();
+  cta.publish(predicate != 0);
+  unsigned bits = 0;
+  for (int lane = 0; lane < 32; ++lane) bits |= cta.peer<bool>(lane) ? 1u << lane : 0u;
+  cta.done();
+  return bits;
+}
+
+inline int __reduce_add_sync(unsigned, int x) {
+  auto& cta = kh::test::EmulatedCta::current();
+  cta.publish(x);
+  int sum = 0;
+  for (int lane = 0; lane < 32; ++lane) sum += cta.peer<int>(lane);
+  cta.done();
+  return sum;
+}
+
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+
+// CUDA's integer min and max (device code calls them unqualified).
+inline int min(int a, int b) { return a < b ? a : b; }
+inline int max(int a, int b) { return a > b ? a : b; }

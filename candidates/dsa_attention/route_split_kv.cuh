@@ -18,8 +18,12 @@
 // at all gets output 0 and LSE -inf, as in the reference.
 #pragma once
 
+#if defined(__CUDACC__)
 #include <cooperative_groups.h>
+#endif
 #include <cuda_runtime.h>
+
+#include <cstdlib>
 
 #include <cmath>
 #include <cstdint>
@@ -104,7 +108,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   int split = static_cast<int>(blockIdx.x % splits);
   trace(kTraceSplit, 0);
   // The merge (a programmatic dependent launch) may start now; it waits for this grid's results.
+#if defined(__CUDACC__)
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
   if (kTmaGather && tid == 0) {
     for (int stage = 0; stage < kStages; ++stage) barrier_init(&s.landed[stage], 1);
     barrier_init_fence();  // published to the other threads by the compaction's first barrier
@@ -408,7 +414,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (kFused && merge_in_grid) {
     // Every split of every token has written its partials (the barrier orders the writes before
     // any read after it).
+#if defined(__CUDACC__)
     cooperative_groups::this_grid().sync();
+#else
+    std::abort();  // the CTA emulator runs one CTA at a time: no grid-wide barrier on the host
+#endif
     trace(kTraceSplit, 6);  // past the grid barrier
     merge_heads_in_grid(args, partials, splits, token, split);
     trace(kTraceSplit, 5);  // merged
