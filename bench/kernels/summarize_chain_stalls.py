@@ -9,28 +9,10 @@ in mbarrier waits (a branch after a try-wait whose samples are mostly long score
 Usage: summarize_chain_stalls.py SASS_CSV
 """
 import collections
-import csv
 import json
 import sys
 
-
-def number(text):
-    try:
-        return float(text.replace(",", ""))
-    except ValueError:
-        return 0.0
-
-
-def load(path):
-    rows = [r for r in csv.reader(open(path)) if r]
-    start = next(i for i, r in enumerate(rows) if "Instructions Executed" in r)
-    header, data = rows[start], rows[start + 1:]
-    at = {name: i for i, name in enumerate(header)}
-    reasons = [h for h in header if h.startswith("stall_") and "Not Issued" not in h]
-    return [{"executed": int(number(r[at["Instructions Executed"]])),
-             "samples": number(r[at["Warp Stall Sampling (All Samples)"]]),
-             "source": r[at["Source"]].strip(),
-             "stalls": {h[len("stall_"):]: number(r[at[h]]) for h in reasons}} for r in data]
+from ncu_sass import load
 
 
 def runs(instructions):
