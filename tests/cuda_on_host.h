@@ -1,8 +1,8 @@
 // CUDA builtins for kernel bodies compiled by the host compiler and run by the CTA emulator
 // (cta_emulator.h): threadIdx and blockIdx of the running fiber, __syncthreads, __syncwarp, the
-// float shuffles and a few integer warp collectives. The warp-collective PTX a kernel wraps (mma.sync, ldmatrix) it declares in
-// namespace khk_host for host builds (kernels/gdn_prefill/mma_tiles.cuh); cuda_on_host.cpp
-// defines them on publish / peer. Include this before the kernel's headers, and give the kernel's
+// float shuffles and a few integer warp collectives. The warp-collective PTX a kernel wraps
+// (mma.sync, ldmatrix) it declares in namespace khk_host for host builds
+// (kernels/gdn_prefill/mma_tiles.cuh); cuda_on_host.cpp defines them on publish / peer. Include this before the kernel's headers, and give the kernel's
 // `extern __shared__` array a definition in the test (one buffer: the emulator runs one CTA at a
 // time) passed to the CtaEmulator.
 #pragma once
@@ -102,6 +102,13 @@ inline int __reduce_add_sync(unsigned, int x) {
 
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
 
-// CUDA's integer min and max (device code calls them unqualified).
-inline int min(int a, int b) { return a < b ? a : b; }
-inline int max(int a, int b) { return a > b ? a : b; }
+// CUDA's min and max (device code calls them unqualified): both arguments of one type, so a call
+// the device would resolve to another overload fails to compile here instead of narrowing.
+template <class T>
+inline T min(T a, T b) {
+  return a < b ? a : b;
+}
+template <class T>
+inline T max(T a, T b) {
+  return a > b ? a : b;
+}

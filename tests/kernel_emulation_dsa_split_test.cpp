@@ -42,8 +42,8 @@ constexpr std::int64_t kRows = kPages * dsa::kPageSize;
 enum class Indices {
   scattered,    // `valid` random rows (repeats possible) at random slots, the rest -1
   span,         // one contiguous run of `valid` rows from a random start, in the first slots
-  duplicates,   // `valid` slots naming only 3 distinct rows
-  last_page,    // `valid` rows of the cache's last page, -1 between them
+  duplicates,   // `valid` random slots naming only 3 distinct rows
+  last_page,    // `valid` rows of the cache's last page, -1 and out-of-range rows between them
   all_padding,  // every slot -1
 };
 
@@ -75,18 +75,17 @@ Problem draw(const std::vector<Token>& tokens, std::uint32_t seed) {
   p.ckv = normal_bf16(kRows * dsa::kCkvDim, 1.0f, rng);
   p.kpe = normal_bf16(kRows * dsa::kKpeDim, 1.0f, rng);
   p.indices.assign(tokens.size() * dsa::kTopK, -1);
-  std::uniform_int_distribution<int> row(0, kRows - 1), slot(0, dsa::kTopK - 1);
+  std::uniform_int_distribution<int> row(0, kRows - 1);
   for (std::size_t t = 0; t < tokens.size(); ++t) {
     std::int32_t* idx = p.indices.data() + t * dsa::kTopK;
     const int valid = tokens[t].valid;
+    std::vector<int> slots(dsa::kTopK);  // distinct random slots
+    for (int s = 0; s < dsa::kTopK; ++s) slots[s] = s;
+    std::shuffle(slots.begin(), slots.end(), rng);
     switch (tokens[t].kind) {
-      case Indices::scattered: {
-        std::vector<int> slots(dsa::kTopK);
-        for (int s = 0; s < dsa::kTopK; ++s) slots[s] = s;
-        std::shuffle(slots.begin(), slots.end(), rng);
+      case Indices::scattered:
         for (int i = 0; i < valid; ++i) idx[slots[i]] = row(rng);
         break;
-      }
       case Indices::span: {
         const int start = std::uniform_int_distribution<int>(0, kRows - valid)(rng);
         for (int i = 0; i < valid; ++i) idx[i] = start + i;
@@ -94,11 +93,15 @@ Problem draw(const std::vector<Token>& tokens, std::uint32_t seed) {
       }
       case Indices::duplicates: {
         const int three[3] = {row(rng), row(rng), row(rng)};
-        for (int i = 0; i < valid; ++i) idx[slot(rng)] = three[i % 3];
+        for (int i = 0; i < valid; ++i) idx[slots[i]] = three[i % 3];
         break;
       }
       case Indices::last_page:
-        for (int i = 0; i < valid; ++i) idx[3 * i] = static_cast<int>(kRows) - 1 - i;
+        // Rows outside [0, cache rows) are padding too (AttentionArgs::cache_rows).
+        for (int i = 0; i < valid; ++i) {
+          idx[3 * i] = static_cast<int>(kRows) - 1 - i;
+          idx[3 * i + 1] = static_cast<int>(kRows) + i;
+        }
         break;
       case Indices::all_padding:
         break;
@@ -173,7 +176,7 @@ void expect_matches_reference(const Problem& p, const Result& r, const char* wha
       std::vector<std::int32_t> rows;
       for (int s = 0; s < dsa::kTopK; ++s) {
         const std::int32_t row = p.indices[t * dsa::kTopK + s];
-        if (row < 0) continue;
+        if (row < 0 || row >= kRows) continue;
         double dot = 0.0;
         for (int c = 0; c < dsa::kCkvDim; ++c)
           dot += double(__bfloat162float(qn[c])) * __bfloat162float(p.ckv[row * dsa::kCkvDim + c]);

@@ -26,8 +26,11 @@ for w in "$@"; do
     --warp-sampling-interval 0 --import-source no -f -o "$out/$w" \
     "$kh" eval "$cand" -w "$w" --backend cuda --trials 1 --official --cache "$cache" \
     >"$out/$w.log" 2>&1
-  echo "$w: ncu rc=$?"
-  ncu --import "$out/$w.ncu-rep" --page source --csv --print-source=sass >"$out/$w.sass.csv" 2>&1
-  python3 bench/kernels/summarize_dsa_stalls.py "$out/$w.sass.csv" >"$out/$w.phases.json"
-  cat "$out/$w.phases.json"
+  rc=$?
+  echo "$w: ncu rc=$rc"
+  [ $rc -eq 0 ] || { echo "$w: ncu failed, see $out/$w.log"; continue; }
+  ncu --import "$out/$w.ncu-rep" --page source --csv --print-source=sass >"$out/$w.sass.csv" \
+    2>"$out/$w.import.log"
+  python3 bench/kernels/summarize_dsa_stalls.py "$out/$w.sass.csv" >"$out/$w.phases.json" &&
+    cat "$out/$w.phases.json"
 done

@@ -4,7 +4,8 @@ DSA split kernel into its phases by marker instructions, and prints each phase's
 samples and its leading stall reasons as JSON. The phases, in code order:
   indices   up to the first row gather (Q's and the indices' loads, the compaction),
   issue     from the first row gather (UBLKCP: bulk copy; else LDGSTS, cp.async) to the first
-            transaction-barrier wait after it (the copies' issue, held when the copy queue is full),
+            wait after it (a transaction barrier's, or cp.async's DEPBAR: the copies' issue, held
+            when the copy queue is full),
   wait      from there to the first HMMA (waiting for the first block to land),
   mma       from the first HMMA to the last (logits, softmax, PV, later blocks' waits),
   results   the rest (the results' stores, the in-grid merge, out-of-line code).
@@ -20,9 +21,20 @@ import sys
 from ncu_sass import load
 
 
-def first(instructions, needles, begin=0):
+def opcode(instruction):
+    """The SASS opcode with its modifiers, without a predicate (`@P0 LDG.E.64 ...` -> LDG.E.64)."""
+    words = instruction["source"].split()
+    if words and words[0].startswith("@"):
+        words = words[1:]
+    return words[0] if words else ""
+
+
+def first(instructions, opcodes, begin=0):
+    """The first instruction from `begin` whose opcode is one of `opcodes` or starts with one
+    followed by a modifier (LDG matches LDG.E.64, not LDGSTS)."""
     for i in range(begin, len(instructions)):
-        if any(n in instructions[i]["source"] for n in needles):
+        op = opcode(instructions[i])
+        if any(op == o or op.startswith(o + ".") for o in opcodes):
             return i
     return None
 
@@ -30,14 +42,15 @@ def first(instructions, needles, begin=0):
 def main():
     ins = load(sys.argv[1])
     total = sum(i["samples"] for i in ins) or 1.0
-    # Q's cp.async come before the indices' loads (LDG); the rows' gathers after them.
+    # Q's cp.async (LDGSTS) come before the indices' loads (LDG); the rows' gathers after them.
     gather = first(ins, ("UBLKCP",))
     if gather is None:
         gather = first(ins, ("LDGSTS",), first(ins, ("LDG",)) or 0)
     hmma = [i for i, x in enumerate(ins) if "HMMA" in x["source"]]
     if gather is None or not hmma:
         sys.exit(f"{sys.argv[1]}: no gather or no HMMA instruction: not the split kernel")
-    wait = first(ins, ("SYNCS.PHASECHK",), gather)
+    # The bulk form waits on a transaction barrier, the cp.async form on its groups (DEPBAR).
+    wait = first(ins, ("SYNCS.PHASECHK", "DEPBAR"), gather)
     wait = wait if wait is not None and wait < hmma[0] else hmma[0]
     bounds = {"indices": (0, gather), "issue": (gather, wait), "wait": (wait, hmma[0]),
               "mma": (hmma[0], hmma[-1] + 1), "results": (hmma[-1] + 1, len(ins))}

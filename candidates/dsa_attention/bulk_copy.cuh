@@ -5,7 +5,9 @@
 //
 // Compiled by a host compiler (the tests' CTA emulator), a copy is a memcpy that has landed when
 // it returns and the barrier calls do nothing: the route's CTA barrier after each wait orders
-// the copies before their readers.
+// the copies before their readers. So the emulation tests do not check the barriers' protocol
+// (expected bytes, phase parity) of this form; the cp.async form (TMA_GATHER=0), whose host copies
+// land only when their thread waits, checks that every read waits.
 #pragma once
 
 #include <cstdint>
