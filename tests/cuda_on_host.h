@@ -2,9 +2,9 @@
 // (cta_emulator.h): threadIdx and blockIdx of the running fiber, __syncthreads, __syncwarp, the
 // float shuffles and a few integer warp collectives. The warp-collective PTX a kernel wraps
 // (mma.sync, ldmatrix) it declares in namespace khk_host for host builds
-// (kernels/gdn_prefill/mma_tiles.cuh); cuda_on_host.cpp defines them on publish / peer. Include this before the kernel's headers, and give the kernel's
-// `extern __shared__` array a definition in the test (one buffer: the emulator runs one CTA at a
-// time) passed to the CtaEmulator.
+// (kernels/gdn_prefill/mma_tiles.cuh); cuda_on_host.cpp defines them on publish / peer. Include
+// this before the kernel's headers, and give the kernel's `extern __shared__` array a definition
+// in the test (one buffer: the emulator runs one CTA at a time) passed to the CtaEmulator.
 #pragma once
 
 #if defined(__CUDACC__)
@@ -31,6 +31,17 @@ inline uint3 block_idx() {
   return make_uint3(static_cast<unsigned>(EmulatedCta::current().block()), 0, 0);
 }
 
+/// __shfl_up_sync of any 4-byte value: lane l gets lane l - delta's x, or its own below delta.
+template <class T>
+T shfl_up(T x, unsigned delta) {
+  auto& cta = EmulatedCta::current();
+  cta.publish(x);
+  const int lane = cta.lane(), from = lane - static_cast<int>(delta);
+  const T r = from >= 0 ? cta.peer<T>(from) : x;
+  cta.done();
+  return r;
+}
+
 }  // namespace kh::test::cuda_on_host
 
 #define threadIdx (::kh::test::cuda_on_host::thread_idx())
@@ -48,12 +59,7 @@ inline float __shfl_sync(unsigned, float x, int src_lane, int = 32) {
 }
 
 inline float __shfl_up_sync(unsigned, float x, unsigned delta, int = 32) {
-  auto& cta = kh::test::EmulatedCta::current();
-  cta.publish(x);
-  const int lane = cta.lane();
-  const float r = lane >= static_cast<int>(delta) ? cta.peer<float>(lane - static_cast<int>(delta)) : x;
-  cta.done();
-  return r;
+  return kh::test::cuda_on_host::shfl_up(x, delta);
 }
 
 inline float __shfl_xor_sync(unsigned, float x, int lane_mask, int = 32) {
@@ -74,12 +80,7 @@ inline unsigned __float_as_uint(float f) {
 
 // The integer warp collectives of the DSA split route's compaction (route_split_kv.cuh).
 inline int __shfl_up_sync(unsigned, int x, unsigned delta, int = 32) {
-  auto& cta = kh::test::EmulatedCta::current();
-  cta.publish(x);
-  const int lane = cta.lane();
-  const int r = lane >= static_cast<int>(delta) ? cta.peer<int>(lane - static_cast<int>(delta)) : x;
-  cta.done();
-  return r;
+  return kh::test::cuda_on_host::shfl_up(x, delta);
 }
 
 inline unsigned __ballot_sync(unsigned, int predicate) {

@@ -23,10 +23,9 @@
 #endif
 #include <cuda_runtime.h>
 
-#include <cstdlib>
-
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 
 #include "bulk_copy.cuh"
 #include "dsa_attention.cuh"
