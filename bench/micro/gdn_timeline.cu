@@ -8,12 +8,15 @@
 // chunk after the first ((last - first chain step) / (chunks - 1) of the longest sequence), and
 // the call's span by CUDA events (host launch included). Calls the dispatch sends elsewhere (the
 // token-serial route below 32 tokens) have no marks: zeros. Prints one JSON object.
+// GDN_TIMELINE_FLUSH=0 skips the flush; GDN_TRACE_CHUNK=c takes the per-chunk marks at chunk c
+// where the folder's trace.cuh supports it (GDN_TRACE_HAS_CHUNK).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "dispatch.cu"
@@ -89,15 +92,25 @@ int main() {
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
+  // GDN_TIMELINE_FLUSH=0: no L2 flush before the calls (code and inputs may stay in the L2).
+  const char* flush_env = std::getenv("GDN_TIMELINE_FLUSH");
+  const bool flush_l2 = !flush_env || std::atoi(flush_env) != 0;
+  int traced_chunk = 0;
+#if defined(GDN_TRACE_HAS_CHUNK)
+  // GDN_TRACE_CHUNK=c: the per-chunk marks at chunk c (a folder whose trace.cuh has g_trace_chunk).
+  if (const char* c = std::getenv("GDN_TRACE_CHUNK")) traced_chunk = std::atoi(c);
+  cudaMemcpyToSymbol(gp::g_trace_chunk, &traced_chunk, sizeof traced_chunk);
+#endif
   void* trace_marks = nullptr;  // gp::g_trace, cleared before every call
   if (!ok(cudaGetSymbolAddress(&trace_marks, gp::g_trace), "cudaGetSymbolAddress")) return 1;
 
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, 0);
   std::printf("{\"gpu\": \"%s\", \"method\": \"%%globaltimer marks of the decoupled small-chunk "
-              "CTAs (trace.cuh), from the first CTA's entry; median of %d calls, each after a "
-              "256 MiB L2 flush\", \"cases\": [\n",
-              prop.name, kReps);
+              "CTAs (trace.cuh), from the first CTA's entry; median of %d calls, each after %s\", "
+              "\"traced_chunk\": %d, \"cases\": [\n",
+              prop.name, kReps, flush_l2 ? "a 256 MiB L2 flush" : "the one before (no L2 flush)",
+              traced_chunk);
   for (std::size_t ci = 0; ci < cases.size(); ++ci) {
     const Case& c = cases[ci];
     std::vector<int64_t> offsets{0};
@@ -112,7 +125,7 @@ int main() {
     int ctas = 0;
     for (int rep = 0; rep < kReps; ++rep) {
       cudaMemset(trace_marks, 0, sizeof(gp::g_trace));
-      cudaMemset(flush, rep, kFlushBytes);
+      if (flush_l2) cudaMemset(flush, rep, kFlushBytes);
       cudaEventRecord(start);
       if (!ok(gp::dispatch(args, workspace, ws_bytes, nullptr), "dispatch")) return 1;
       cudaEventRecord(stop);
@@ -136,11 +149,11 @@ int main() {
         phases[p][0].push_back(median(t));
         phases[p][1].push_back(*std::max_element(t.begin(), t.end()));
       }
-      if (chunks > 1)
+      if (chunks > 1 + traced_chunk)
         for (int i = 0; i < gp::kTraceCtas; ++i)
           if (trace[i][gp::kTraceLastChain] != 0 && trace[i][gp::kTraceFirstChain] != 0)
             step = std::max(step, (trace[i][gp::kTraceLastChain] - trace[i][gp::kTraceFirstChain]) /
-                                      1000.0 / static_cast<double>(chunks - 1));
+                                      1000.0 / static_cast<double>(chunks - 1 - traced_chunk));
       per_chunk.push_back(step);
     }
     std::printf("  {\"case\": \"%s\", \"tokens\": %lld, \"sequences\": %lld, \"chunks\": %lld, "
