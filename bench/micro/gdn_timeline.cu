@@ -8,8 +8,9 @@
 // chunk after the first ((last - first chain step) / (chunks - 1) of the longest sequence), and
 // the call's span by CUDA events (host launch included). Calls the dispatch sends elsewhere (the
 // token-serial route below 32 tokens) have no marks: zeros. Prints one JSON object.
-// GDN_TIMELINE_FLUSH=0 skips the flush; GDN_TRACE_CHUNK=c takes the per-chunk marks at chunk c
-// where the folder's trace.cuh supports it (GDN_TRACE_HAS_CHUNK).
+// GDN_TIMELINE_FLUSH=0 skips the flush; GDN_TIMELINE_WARM_CALL=1 makes one call on other buffers
+// between the flush and the timed call (the code warm, the data cold); GDN_TRACE_CHUNK=c takes the
+// per-chunk marks at chunk c where the folder's trace.cuh supports it (GDN_TRACE_HAS_CHUNK).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -66,35 +67,39 @@ int main() {
   void *flush, *workspace;
   const uint64_t ws_bytes = std::max<uint64_t>(gp::workspace_bytes(kMaxTokens, kMaxSeqs), 16);
   const std::size_t state_floats = kMaxSeqs * kHeadsV * kD * kD;
-  if (!ok(cudaMalloc(&q, kMaxTokens * kHeadsQK * kD * 2), "cudaMalloc") ||
-      !ok(cudaMalloc(&k, kMaxTokens * kHeadsQK * kD * 2), "cudaMalloc") ||
-      !ok(cudaMalloc(&v, kMaxTokens * kHeadsV * kD * 2), "cudaMalloc") ||
-      !ok(cudaMalloc(&a, kMaxTokens * kHeadsV * 2), "cudaMalloc") ||
-      !ok(cudaMalloc(&b, kMaxTokens * kHeadsV * 2), "cudaMalloc") ||
-      !ok(cudaMalloc(&out, kMaxTokens * kHeadsV * kD * 2), "cudaMalloc") ||
-      !ok(cudaMalloc(&state, state_floats * 4), "cudaMalloc") ||
-      !ok(cudaMalloc(&new_state, state_floats * 4), "cudaMalloc") ||
-      !ok(cudaMalloc(&A_log, kHeadsV * 4), "cudaMalloc") ||
-      !ok(cudaMalloc(&dt_bias, kHeadsV * 4), "cudaMalloc") ||
-      !ok(cudaMalloc(&cu, (kMaxSeqs + 1) * 8), "cudaMalloc") ||
+  if (!ok(cudaMalloc(&q, 2 * kMaxTokens * kHeadsQK * kD * 2), "cudaMalloc") ||
+      !ok(cudaMalloc(&k, 2 * kMaxTokens * kHeadsQK * kD * 2), "cudaMalloc") ||
+      !ok(cudaMalloc(&v, 2 * kMaxTokens * kHeadsV * kD * 2), "cudaMalloc") ||
+      !ok(cudaMalloc(&a, 2 * kMaxTokens * kHeadsV * 2), "cudaMalloc") ||
+      !ok(cudaMalloc(&b, 2 * kMaxTokens * kHeadsV * 2), "cudaMalloc") ||
+      !ok(cudaMalloc(&out, 2 * kMaxTokens * kHeadsV * kD * 2), "cudaMalloc") ||
+      !ok(cudaMalloc(&state, 2 * state_floats * 4), "cudaMalloc") ||
+      !ok(cudaMalloc(&new_state, 2 * state_floats * 4), "cudaMalloc") ||
+      !ok(cudaMalloc(&A_log, 2 * kHeadsV * 4), "cudaMalloc") ||
+      !ok(cudaMalloc(&dt_bias, 2 * kHeadsV * 4), "cudaMalloc") ||
+      !ok(cudaMalloc(&cu, 2 * (kMaxSeqs + 1) * 8), "cudaMalloc") ||
       !ok(cudaMalloc(&flush, kFlushBytes), "cudaMalloc") ||
       !ok(cudaMalloc(&workspace, ws_bytes), "cudaMalloc"))
     return 1;
   // Small finite values: the numbers do not matter here, only the time.
-  cudaMemset(q, 0x3c, kMaxTokens * kHeadsQK * kD * 2);
-  cudaMemset(k, 0x3c, kMaxTokens * kHeadsQK * kD * 2);
-  cudaMemset(v, 0x3c, kMaxTokens * kHeadsV * kD * 2);
-  cudaMemset(a, 0x3c, kMaxTokens * kHeadsV * 2);
-  cudaMemset(b, 0x3c, kMaxTokens * kHeadsV * 2);
-  cudaMemset(state, 0, state_floats * 4);
-  cudaMemset(A_log, 0, kHeadsV * 4);
-  cudaMemset(dt_bias, 0, kHeadsV * 4);
+  cudaMemset(q, 0x3c, 2 * kMaxTokens * kHeadsQK * kD * 2);
+  cudaMemset(k, 0x3c, 2 * kMaxTokens * kHeadsQK * kD * 2);
+  cudaMemset(v, 0x3c, 2 * kMaxTokens * kHeadsV * kD * 2);
+  cudaMemset(a, 0x3c, 2 * kMaxTokens * kHeadsV * 2);
+  cudaMemset(b, 0x3c, 2 * kMaxTokens * kHeadsV * 2);
+  cudaMemset(state, 0, 2 * state_floats * 4);
+  cudaMemset(A_log, 0, 2 * kHeadsV * 4);
+  cudaMemset(dt_bias, 0, 2 * kHeadsV * 4);
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
   // GDN_TIMELINE_FLUSH=0: no L2 flush before the calls (code and inputs may stay in the L2).
   const char* flush_env = std::getenv("GDN_TIMELINE_FLUSH");
   const bool flush_l2 = !flush_env || std::atoi(flush_env) != 0;
+  // GDN_TIMELINE_WARM_CALL=1: after the flush, one call of the same case on a second set of
+  // buffers, so that the timed call finds the kernels' instructions warm and its own data cold.
+  const char* warm_env = std::getenv("GDN_TIMELINE_WARM_CALL");
+  const bool warm_call = warm_env && std::atoi(warm_env) != 0;
   int traced_chunk = 0;
 #if defined(GDN_TRACE_HAS_CHUNK)
   // GDN_TRACE_CHUNK=c: the per-chunk marks at chunk c (a folder whose trace.cuh has g_trace_chunk).
@@ -109,7 +114,10 @@ int main() {
   std::printf("{\"gpu\": \"%s\", \"method\": \"%%globaltimer marks of the decoupled small-chunk "
               "CTAs (trace.cuh), from the first CTA's entry; median of %d calls, each after %s\", "
               "\"traced_chunk\": %d, \"cases\": [\n",
-              prop.name, kReps, flush_l2 ? "a 256 MiB L2 flush" : "the one before (no L2 flush)",
+              prop.name, kReps,
+              !flush_l2   ? "the one before (no L2 flush)"
+              : warm_call ? "a 256 MiB L2 flush and one call on other buffers (warm code)"
+                          : "a 256 MiB L2 flush",
               traced_chunk);
   for (std::size_t ci = 0; ci < cases.size(); ++ci) {
     const Case& c = cases[ci];
@@ -119,13 +127,24 @@ int main() {
     const int64_t longest = *std::max_element(c.lengths.begin(), c.lengths.end());
     const int64_t chunks = (longest + gp::kSmallChunk - 1) / gp::kSmallChunk;
     cudaMemcpy(cu, offsets.data(), offsets.size() * 8, cudaMemcpyHostToDevice);
+    cudaMemcpy(cu + kMaxSeqs + 1, offsets.data(), offsets.size() * 8, cudaMemcpyHostToDevice);
     gp::PrefillArgs args{q,  k,  v,     state,  A_log,     a,      dt_bias,
                          b,  cu, 0.08f, out,    new_state, tokens, seqs};
+    const int64_t qk_off = kMaxTokens * kHeadsQK * kD, v_off = kMaxTokens * kHeadsV * kD;
+    const int64_t g_off = kMaxTokens * kHeadsV;
+    gp::PrefillArgs other{q + qk_off,  k + qk_off,  v + v_off,  state + state_floats,
+                          A_log + kHeadsV, a + g_off, dt_bias + kHeadsV, b + g_off,
+                          cu + kMaxSeqs + 1, 0.08f, out + v_off, new_state + state_floats,
+                          tokens, seqs};
     std::vector<double> span, per_chunk, phases[gp::kTracePhases][2];
     int ctas = 0;
     for (int rep = 0; rep < kReps; ++rep) {
       cudaMemset(trace_marks, 0, sizeof(gp::g_trace));
       if (flush_l2) cudaMemset(flush, rep, kFlushBytes);
+      if (warm_call) {
+        if (!ok(gp::dispatch(other, workspace, ws_bytes, nullptr), "warm call")) return 1;
+        cudaMemset(trace_marks, 0, sizeof(gp::g_trace));
+      }
       cudaEventRecord(start);
       if (!ok(gp::dispatch(args, workspace, ws_bytes, nullptr), "dispatch")) return 1;
       cudaEventRecord(stop);
