@@ -21,9 +21,6 @@
 #ifndef __launch_bounds__
 #define __launch_bounds__(...)
 #endif
-#ifndef __noinline__
-#define __noinline__ __attribute__((noinline))
-#endif
 
 namespace kh::test::cuda_on_host {
 
