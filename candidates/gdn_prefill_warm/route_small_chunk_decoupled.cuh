@@ -70,26 +70,30 @@ __device__ __forceinline__ void small_ring_start(SmallSmem& s,
 
 /// The decoupled walks' per-chunk producer phases. With SMALL_WARM_CODE they are called, not
 /// inlined, so that the warm-up (small_warm_producer_code) runs the very instructions the walk
-/// runs next (the other routes keep them inlined).
-inline __device__ __noinline__ void small_gate_products_called(const SmallTiles& tiles,
-                                                               SmallProducts& out, int count,
-                                                               int h, float A_log, float dt_bias,
-                                                               int lane) {
+/// runs next: in every route through small_gate_walk and small_solve_or_scale (the plain CTAs,
+/// the context-parallel map pass, the persistent CTAs' phase B), though only the plain CTAs warm
+/// up; the lockstep routes keep them inlined. (GNU's noinline: nvcc and the host compiler both
+/// take it.)
+#define KHK_CALLED_PHASE inline __device__ __attribute__((noinline))
+KHK_CALLED_PHASE void small_gate_products_called(const SmallTiles& tiles, SmallProducts& out,
+                                                 int count, int h, float A_log, float dt_bias,
+                                                 int lane) {
   small_gate_products(tiles, out, count, h, A_log, dt_bias, lane);
 }
-inline __device__ __noinline__ void small_solve_called(const SmallProducts& in,
-                                                       SmallSolveScratch& sc, SmallOperands& out,
-                                                       int lane) {
+KHK_CALLED_PHASE void small_solve_called(const SmallProducts& in, SmallSolveScratch& sc,
+                                         SmallOperands& out, int lane) {
   small_solve(in, sc, out, lane);
 }
-inline __device__ __noinline__ void small_scale_called(const SmallProducts& in, SmallOperands& out,
-                                                       float scale, int lane) {
+KHK_CALLED_PHASE void small_scale_called(const SmallProducts& in, SmallOperands& out, float scale,
+                                         int lane) {
   small_scale(in, out, scale, lane);
 }
+#undef KHK_CALLED_PHASE
 __device__ __forceinline__ void small_gate_phase(const SmallTiles& tiles, SmallProducts& out,
                                                  int count, int h, float A_log, float dt_bias,
                                                  int lane) {
-  if constexpr (kSmallWarmCode) small_gate_products_called(tiles, out, count, h, A_log, dt_bias, lane);
+  if constexpr (kSmallWarmCode)
+    small_gate_products_called(tiles, out, count, h, A_log, dt_bias, lane);
   else small_gate_products(tiles, out, count, h, A_log, dt_bias, lane);
 }
 __device__ __forceinline__ void small_solve_phase(const SmallProducts& in, SmallSolveScratch& sc,
@@ -114,13 +118,14 @@ __device__ __forceinline__ void small_solve_or_scale(const PrefillArgs& args, Sm
   SmallRing& ring = s.ring;
   RingCursor<2> prod, op;
   prod.advance(first), op.advance(first);
+  const int64_t traced = trace_chunk();
   for (int64_t c = first; c < chunks; c += kLanes) {
     ring_wait(&ring.products_full[prod.slot], prod.parity);
     ring_wait(&ring.operands_empty[op.slot], op.parity ^ 1);
     __syncwarp();
     if (solve) small_solve_phase(s.products[prod.slot], scratch, s.operands[op.slot], lane);
     else small_scale_phase(s.products[prod.slot], s.operands[op.slot], args.scale, lane);
-    if (c == trace_chunk() && solve) trace(kTraceFirstOperands);
+    if (c == traced && solve) trace(kTraceFirstOperands);
     ring_arrive(&ring.products_empty[prod.slot]);
     ring_arrive(&ring.operands_full[op.slot]);
     prod.advance(kLanes), op.advance(kLanes);
@@ -137,6 +142,7 @@ __device__ __forceinline__ void small_chain_loop(SmallSmem& s, int64_t chunks, i
   SmallRing& ring = s.ring;
   RingCursor<kTileSlots> tile;
   RingCursor<2> op;
+  const int64_t traced = trace_chunk();
   for (int64_t ci = 0; ci < chunks; ++ci) {
     ring_wait(&ring.tiles_full[tile.slot], tile.parity);
     __syncwarp();
@@ -148,7 +154,7 @@ __device__ __forceinline__ void small_chain_loop(SmallSmem& s, int64_t chunks, i
     ring_arrive(&ring.operands_empty[op.slot]);
     tile.advance();
     op.advance();
-    if (warp == 0 && ci == trace_chunk()) trace(kTraceFirstChain);
+    if (warp == 0 && ci == traced) trace(kTraceFirstChain);
     if (warp == 0 && ci == chunks - 1) trace(kTraceLastChain);
   }
 }
@@ -213,14 +219,15 @@ __device__ __forceinline__ void small_gate_walk(const PrefillArgs& args, const S
   RingCursor<kTileSlots> tile;
   RingCursor<2> prod;
   tile.advance(first), prod.advance(first);
+  const int64_t traced = trace_chunk();
   for (int64_t c = first; c < chunks; c += kGates) {
     ring_wait(&ring.tiles_full[tile.slot], tile.parity);
-    if (c == trace_chunk()) trace(kTraceFirstTile);
+    if (c == traced) trace(kTraceFirstTile);
     ring_wait(&ring.products_empty[prod.slot], prod.parity ^ 1);
     __syncwarp();
     small_gate_phase(s.tiles[tile.slot], s.products[prod.slot], small_chunk_tokens(walk.length, c),
                      h, A_log, dt_bias, lane);
-    if (c == trace_chunk()) trace(kTraceFirstProducts);
+    if (c == traced) trace(kTraceFirstProducts);
     ring_arrive(&ring.products_full[prod.slot]);
     ring_arrive(&ring.tiles_empty[tile.slot]);  // its reads of the tile, on their own
     tile.advance(kGates), prod.advance(kGates);
@@ -325,25 +332,24 @@ __device__ __forceinline__ bool small_start_early(const PrefillArgs& args, Small
   return true;
 }
 
-/// With SMALL_WARM_CODE, each producer warp of a plain decoupled CTA runs its per-chunk phase once
-/// on buffers the walk fills only after small_ring_start's CTA barrier (tile slot
-/// kSmallTileStages - 1, the products, operands and solve scratch), their contents whatever they
-/// are and the results dropped: the instruction fetches of the phases' first run, from DRAM
-/// right after an L2 flush, then overlap the cu_seqlens read instead of chunk 0's chain of
-/// phases (tuning.h). The load warp is requesting tile slot 0 meanwhile.
+/// With SMALL_WARM_CODE, the first gate, solve and scale warp of a plain decoupled CTA each run
+/// their per-chunk phase once on buffers the walk fills only after small_ring_start's CTA barrier
+/// (tile slot kSmallTileStages - 1, the products, operands and solve scratch; each written by one
+/// warp), their contents whatever they are and the results dropped: the instruction fetches of the
+/// phases' first run, from DRAM right after an L2 flush, then overlap the cu_seqlens read instead
+/// of chunk 0's chain of phases (tuning.h). A second warp of a role shares the SM's instruction
+/// caches. The load warp is requesting tile slot 0 meanwhile; these warps issue their own
+/// cu_seqlens loads after the warm-up, hitting the line the other warps brought.
 template <class Roles>
 __device__ __forceinline__ void small_warm_producer_code(const PrefillArgs& args, SmallSmem& s,
-                                                         SmallSolveScratch* odd_scratch, int warp,
-                                                         int lane) {
+                                                         int warp, int lane) {
   if constexpr (kSmallWarmCode) {
     const SmallTiles& tile = s.tiles[kSmallTileStages - 1];
-    if (warp == Roles::kGateWarp || (Roles::kGates == 2 && warp == Roles::kSecondGateWarp))
+    if (warp == Roles::kGateWarp)
       small_gate_phase(tile, s.products[1], kSmallChunk, 0, 0.0f, 0.0f, lane);
-    else if (warp == Roles::kSolveWarp) small_solve_phase(s.products[0], s.scratch, s.operands[1], lane);
-    else if (warp == Roles::kScaleWarp) small_scale_phase(s.products[0], s.operands[0], args.scale, lane);
-    else if (Roles::kPhaseBLanes == 2 && warp == Roles::kSecondSolveWarp)
-      small_solve_phase(s.products[0], *odd_scratch, s.operands[1], lane);
-    else if (Roles::kPhaseBLanes == 2 && warp == Roles::kSecondScaleWarp)
+    else if (warp == Roles::kSolveWarp)
+      small_solve_phase(s.products[0], s.scratch, s.operands[1], lane);
+    else if (warp == Roles::kScaleWarp)
       small_scale_phase(s.products[0], s.operands[0], args.scale, lane);
   }
 }
@@ -369,9 +375,7 @@ __global__ void __launch_bounds__(SmallRoles<kRowWarps, 4, kKeyParts>::kThreads)
     const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
     guessed = small_start_early<Roles::kRows, Roles::kThreads>(
         args, s, cta / Roles::kTilesPerHead, row0, warp == Roles::kLoadWarp, lane);
-    SmallSolveScratch* odd_scratch = nullptr;
-    if constexpr (kKeyParts > 1) odd_scratch = &x->odd_scratch;
-    small_warm_producer_code<Roles>(args, s, odd_scratch, warp, lane);
+    small_warm_producer_code<Roles>(args, s, warp, lane);
   }
   const SmallCtaItem item = small_cta_item<kRowWarps, 4, kLongestFirst, kKeyParts>(args, s);
   SmallWalk walk;

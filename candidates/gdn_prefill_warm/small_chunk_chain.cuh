@@ -170,11 +170,11 @@ __device__ __forceinline__ void small_update_rows(float (&m)[kKeyTiles][4], cons
 }
 
 /// D = M K^T and (kQueries) Dq = M Q^T over the warp's kKeyTiles tiles of 8 keys from key0, for
-/// both token tiles (d[nt], dq[nt]: token tile nt). With kSmallTf32D on tf32 tensor
-/// cores, M's fp32 accumulators as they are (tuning.h: the accumulator tile (rows g, g + 8; keys
-/// 2c, 2c + 1) is the m16n8k8 A fragment whose columns c and c + 4 are keys 2c and 2c + 1, and the
-/// bf16 pair (2c, 2c + 1) of K's or Q's row, widened, is the matching B fragment); else on bf16 ones
-/// with M as hi + lo, the two products in separate accumulators (shorter dependent chains).
+/// both token tiles (d[nt], dq[nt]: token tile nt). With kSmallTf32D on tf32 tensor cores, M's
+/// fp32 accumulators rounded by one add (tuning.h: the accumulator tile (rows g, g + 8; keys 2c,
+/// 2c + 1) is the m16n8k8 A fragment whose columns c and c + 4 are keys 2c and 2c + 1, and the
+/// bf16 pair (2c, 2c + 1) of K's or Q's row, widened, is the matching B fragment); else on bf16
+/// ones with M as hi + lo, the two products in separate accumulators (shorter dependent chains).
 template <int kKeyTiles, bool kQueries>
 __device__ __forceinline__ void small_state_products(const float (&m)[kKeyTiles][4],
                                                      const SmallTiles& tiles, int key0,
@@ -263,7 +263,8 @@ __device__ __forceinline__ void small_chain_chunk(float (&m)[16][4], const Small
     uint32_t dhi[4], dlo[4];
     split_a_truncated(delta[0], delta[1], dhi, dlo);
 #pragma unroll
-    for (int nt = 0; nt < 2; ++nt) small_output_tile(dq[nt], dhi, dlo, op, nt, warp_row0, count, out, lane);
+    for (int nt = 0; nt < 2; ++nt)
+      small_output_tile(dq[nt], dhi, dlo, op, nt, warp_row0, count, out, lane);
   }
   small_update_rows(m, tiles, op, delta, 0, lane);
 }

@@ -80,11 +80,13 @@ constexpr bool kSmallSplitGates = SMALL_SPLIT_GATES != 0;
 // bound a chain step shortened by the split.
 constexpr bool kSmallSplitPhaseB = SMALL_SPLIT_PHASE_B != 0;
 // The small-chunk chain's D = M K^T and Dq = M Q^T on tf32 tensor cores (1), M's fp32
-// accumulators read as they are (the MMA keeps their top 19 bits: ~11 significant bits, an error
-// below 2^-10 |m|), or on bf16 ones with M split into hi + lo (0: ~16 bits, 6 instructions per pair
-// of values, 24 per 16 keys). The m16n8 accumulator tile of 8 keys is an m16n8k8 A fragment once
-// keys 2c and 2c + 1 are read as the fragment's columns c and c + 4, which K's and Q's bf16 pairs
-// match (small_chunk_chain.cuh); the same count of MMAs, no split, no hi/lo sums.
+// accumulators rounded to tf32 by one integer add (the MMA keeps their top 19 bits: an error
+// below 2^-11 |m|; truncated, 2^-10, the key-split emulation test failed the `extreme` variant), or
+// on bf16 ones with M split into hi + lo (0: ~16 bits, 6 instructions per pair of values, 24 per 16
+// keys). The m16n8 accumulator tile of 8 keys is an m16n8k8 A fragment once keys 2c and 2c + 1 are
+// read as the fragment's columns c and c + 4, which K's and Q's bf16 pairs match once widened
+// (small_chunk_chain.cuh): the same count of MMAs, no split, but the widening (a shift and a mask
+// per pair) costs what the split saved. It changes every route's chain, not only the decoupled.
 constexpr bool kSmallTf32D = SMALL_TF32_D != 0;
 // The plain decoupled CTAs' producer warps run their per-chunk code once on scratch before they
 // read cu_seqlens (1; small_warm_producer_code), or not (0). A call's first chunk waits on each
@@ -92,7 +94,8 @@ constexpr bool kSmallTf32D = SMALL_TF32_D != 0;
 // of the official timer each phase's first run fetches its instructions from DRAM: on one H100
 // chunk 0's phase A took ~1.0 us against a few hundred instructions. Run during the cu_seqlens
 // read, the fetches overlap it. The phases are then called, not inlined (the same instructions
-// for the warm-up and the walk), reaching shared memory through generic pointers.
+// for the warm-up and the walk), reaching shared memory through generic pointers, in every
+// decoupled route (route_small_chunk_decoupled.cuh says which), not only the warmed-up one.
 constexpr bool kSmallWarmCode = SMALL_WARM_CODE != 0;
 // The decoupled plain route's CTAs (index order) start what they can before reading cu_seqlens
 // (1; route_small_chunk_decoupled.cuh, small_start_early): the L2 fetches their state rows and
