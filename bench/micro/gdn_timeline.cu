@@ -45,6 +45,12 @@ bool ok(cudaError_t e, const char* what) {
   return false;
 }
 
+// A flag from the environment: `fallback` where unset, else whether its value is a non-zero number.
+bool env_flag(const char* name, bool fallback) {
+  const char* v = std::getenv(name);
+  return v ? std::atoi(v) != 0 : fallback;
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());
@@ -67,39 +73,38 @@ int main() {
   void *flush, *workspace;
   const uint64_t ws_bytes = std::max<uint64_t>(gp::workspace_bytes(kMaxTokens, kMaxSeqs), 16);
   const std::size_t state_floats = kMaxSeqs * kHeadsV * kD * kD;
-  if (!ok(cudaMalloc(&q, 2 * kMaxTokens * kHeadsQK * kD * 2), "cudaMalloc") ||
-      !ok(cudaMalloc(&k, 2 * kMaxTokens * kHeadsQK * kD * 2), "cudaMalloc") ||
-      !ok(cudaMalloc(&v, 2 * kMaxTokens * kHeadsV * kD * 2), "cudaMalloc") ||
-      !ok(cudaMalloc(&a, 2 * kMaxTokens * kHeadsV * 2), "cudaMalloc") ||
-      !ok(cudaMalloc(&b, 2 * kMaxTokens * kHeadsV * 2), "cudaMalloc") ||
-      !ok(cudaMalloc(&out, 2 * kMaxTokens * kHeadsV * kD * 2), "cudaMalloc") ||
-      !ok(cudaMalloc(&state, 2 * state_floats * 4), "cudaMalloc") ||
-      !ok(cudaMalloc(&new_state, 2 * state_floats * 4), "cudaMalloc") ||
-      !ok(cudaMalloc(&A_log, 2 * kHeadsV * 4), "cudaMalloc") ||
-      !ok(cudaMalloc(&dt_bias, 2 * kHeadsV * 4), "cudaMalloc") ||
-      !ok(cudaMalloc(&cu, 2 * (kMaxSeqs + 1) * 8), "cudaMalloc") ||
+  constexpr int64_t kSets = 2;  // buffer sets: the timed call's, and GDN_TIMELINE_WARM_CALL's
+  if (!ok(cudaMalloc(&q, kSets * kMaxTokens * kHeadsQK * kD * 2), "cudaMalloc") ||
+      !ok(cudaMalloc(&k, kSets * kMaxTokens * kHeadsQK * kD * 2), "cudaMalloc") ||
+      !ok(cudaMalloc(&v, kSets * kMaxTokens * kHeadsV * kD * 2), "cudaMalloc") ||
+      !ok(cudaMalloc(&a, kSets * kMaxTokens * kHeadsV * 2), "cudaMalloc") ||
+      !ok(cudaMalloc(&b, kSets * kMaxTokens * kHeadsV * 2), "cudaMalloc") ||
+      !ok(cudaMalloc(&out, kSets * kMaxTokens * kHeadsV * kD * 2), "cudaMalloc") ||
+      !ok(cudaMalloc(&state, kSets * state_floats * 4), "cudaMalloc") ||
+      !ok(cudaMalloc(&new_state, kSets * state_floats * 4), "cudaMalloc") ||
+      !ok(cudaMalloc(&A_log, kSets * kHeadsV * 4), "cudaMalloc") ||
+      !ok(cudaMalloc(&dt_bias, kSets * kHeadsV * 4), "cudaMalloc") ||
+      !ok(cudaMalloc(&cu, kSets * (kMaxSeqs + 1) * 8), "cudaMalloc") ||
       !ok(cudaMalloc(&flush, kFlushBytes), "cudaMalloc") ||
       !ok(cudaMalloc(&workspace, ws_bytes), "cudaMalloc"))
     return 1;
   // Small finite values: the numbers do not matter here, only the time.
-  cudaMemset(q, 0x3c, 2 * kMaxTokens * kHeadsQK * kD * 2);
-  cudaMemset(k, 0x3c, 2 * kMaxTokens * kHeadsQK * kD * 2);
-  cudaMemset(v, 0x3c, 2 * kMaxTokens * kHeadsV * kD * 2);
-  cudaMemset(a, 0x3c, 2 * kMaxTokens * kHeadsV * 2);
-  cudaMemset(b, 0x3c, 2 * kMaxTokens * kHeadsV * 2);
-  cudaMemset(state, 0, 2 * state_floats * 4);
-  cudaMemset(A_log, 0, 2 * kHeadsV * 4);
-  cudaMemset(dt_bias, 0, 2 * kHeadsV * 4);
+  cudaMemset(q, 0x3c, kSets * kMaxTokens * kHeadsQK * kD * 2);
+  cudaMemset(k, 0x3c, kSets * kMaxTokens * kHeadsQK * kD * 2);
+  cudaMemset(v, 0x3c, kSets * kMaxTokens * kHeadsV * kD * 2);
+  cudaMemset(a, 0x3c, kSets * kMaxTokens * kHeadsV * 2);
+  cudaMemset(b, 0x3c, kSets * kMaxTokens * kHeadsV * 2);
+  cudaMemset(state, 0, kSets * state_floats * 4);
+  cudaMemset(A_log, 0, kSets * kHeadsV * 4);
+  cudaMemset(dt_bias, 0, kSets * kHeadsV * 4);
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
   // GDN_TIMELINE_FLUSH=0: no L2 flush before the calls (code and inputs may stay in the L2).
-  const char* flush_env = std::getenv("GDN_TIMELINE_FLUSH");
-  const bool flush_l2 = !flush_env || std::atoi(flush_env) != 0;
-  // GDN_TIMELINE_WARM_CALL=1: after the flush, one call of the same case on a second set of
+  const bool flush_l2 = env_flag("GDN_TIMELINE_FLUSH", true);
+  // GDN_TIMELINE_WARM_CALL=1: after the flush, one call of the same case on the second set of
   // buffers, so that the timed call finds the kernels' instructions warm and its own data cold.
-  const char* warm_env = std::getenv("GDN_TIMELINE_WARM_CALL");
-  const bool warm_call = warm_env && std::atoi(warm_env) != 0;
+  const bool warm_call = env_flag("GDN_TIMELINE_WARM_CALL", false);
   int traced_chunk = 0;
 #if defined(GDN_TRACE_HAS_CHUNK)
   // GDN_TRACE_CHUNK=c: the per-chunk marks at chunk c (a folder whose trace.cuh has g_trace_chunk).
@@ -139,12 +144,10 @@ int main() {
     std::vector<double> span, per_chunk, phases[gp::kTracePhases][2];
     int ctas = 0;
     for (int rep = 0; rep < kReps; ++rep) {
-      cudaMemset(trace_marks, 0, sizeof(gp::g_trace));
       if (flush_l2) cudaMemset(flush, rep, kFlushBytes);
-      if (warm_call) {
-        if (!ok(gp::dispatch(other, workspace, ws_bytes, nullptr), "warm call")) return 1;
-        cudaMemset(trace_marks, 0, sizeof(gp::g_trace));
-      }
+      if (warm_call && !ok(gp::dispatch(other, workspace, ws_bytes, nullptr), "warm call"))
+        return 1;
+      cudaMemset(trace_marks, 0, sizeof(gp::g_trace));
       cudaEventRecord(start);
       if (!ok(gp::dispatch(args, workspace, ws_bytes, nullptr), "dispatch")) return 1;
       cudaEventRecord(stop);
