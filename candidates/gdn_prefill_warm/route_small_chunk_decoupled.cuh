@@ -74,38 +74,24 @@ __device__ __forceinline__ void small_ring_start(SmallSmem& s,
 /// the context-parallel map pass, the persistent CTAs' phase B), though only the plain CTAs warm
 /// up; the lockstep routes keep them inlined. (GNU's noinline: nvcc and the host compiler both
 /// take it.)
-#define KHK_CALLED_PHASE inline __device__ __attribute__((noinline))
-KHK_CALLED_PHASE void small_gate_products_called(const SmallTiles& tiles, SmallProducts& out,
-                                                 int count, int h, float A_log, float dt_bias,
-                                                 int lane) {
+#if SMALL_WARM_CODE
+#define KHK_SMALL_PHASE inline __device__ __attribute__((noinline))
+#else
+#define KHK_SMALL_PHASE __device__ __forceinline__
+#endif
+KHK_SMALL_PHASE void small_gate_phase(const SmallTiles& tiles, SmallProducts& out, int count, int h,
+                                      float A_log, float dt_bias, int lane) {
   small_gate_products(tiles, out, count, h, A_log, dt_bias, lane);
 }
-KHK_CALLED_PHASE void small_solve_called(const SmallProducts& in, SmallSolveScratch& sc,
-                                         SmallOperands& out, int lane) {
+KHK_SMALL_PHASE void small_solve_phase(const SmallProducts& in, SmallSolveScratch& sc,
+                                       SmallOperands& out, int lane) {
   small_solve(in, sc, out, lane);
 }
-KHK_CALLED_PHASE void small_scale_called(const SmallProducts& in, SmallOperands& out, float scale,
-                                         int lane) {
+KHK_SMALL_PHASE void small_scale_phase(const SmallProducts& in, SmallOperands& out, float scale,
+                                       int lane) {
   small_scale(in, out, scale, lane);
 }
-#undef KHK_CALLED_PHASE
-__device__ __forceinline__ void small_gate_phase(const SmallTiles& tiles, SmallProducts& out,
-                                                 int count, int h, float A_log, float dt_bias,
-                                                 int lane) {
-  if constexpr (kSmallWarmCode)
-    small_gate_products_called(tiles, out, count, h, A_log, dt_bias, lane);
-  else small_gate_products(tiles, out, count, h, A_log, dt_bias, lane);
-}
-__device__ __forceinline__ void small_solve_phase(const SmallProducts& in, SmallSolveScratch& sc,
-                                                  SmallOperands& out, int lane) {
-  if constexpr (kSmallWarmCode) small_solve_called(in, sc, out, lane);
-  else small_solve(in, sc, out, lane);
-}
-__device__ __forceinline__ void small_scale_phase(const SmallProducts& in, SmallOperands& out,
-                                                  float scale, int lane) {
-  if constexpr (kSmallWarmCode) small_scale_called(in, out, scale, lane);
-  else small_scale(in, out, scale, lane);
-}
+#undef KHK_SMALL_PHASE
 
 /// The solve warp's or the scale warp's loop over chunks first, first + kLanes, ... of `chunks`:
 /// phase B of each, from the products ring into the operands ring. With two lanes of phase B
