@@ -23,8 +23,13 @@
 #include <vector>
 
 #include "dispatch.cu"
+#include "micro_common.cuh"
 
 namespace {
+
+using micro::ok;
+using micro::env_flag;
+using micro::median;
 
 namespace dsa = khk::dsa_attention;
 
@@ -47,24 +52,6 @@ struct Case {
   bool scattered;   // random rows, else one contiguous span per token
   bool flush;
 };
-
-bool ok(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return true;
-  std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-  return false;
-}
-
-// A flag from the environment: `fallback` where unset, else whether its value is a non-zero number.
-bool env_flag(const char* name, bool fallback) {
-  const char* v = std::getenv(name);
-  return v ? std::atoi(v) != 0 : fallback;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // The median and the largest of phase `phase` over the `ctas` CTAs that reached it, in us after
 // `origin`; false when none did.

@@ -17,19 +17,22 @@
 // The rate is bytes over the span from the first CTA's entry to the last stage's landing, so the
 // index round trip is inside it, as in the route; "after indices" starts at the median CTA's
 // indices instead. Prints one JSON object.
-#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <numeric>
 #include <random>
 #include <vector>
 
 #include "../../kernels/dsa_attention/bulk_copy.cuh"
+#include "micro_common.cuh"
 
 namespace {
+
+using micro::now_ns;
+using micro::ok;
+using micro::median;
 
 namespace dsa = khk::dsa_attention;
 
@@ -45,12 +48,6 @@ constexpr int kStageRows = 64;
 constexpr int kCkvBytes = 1024, kKpeBytes = 128, kRowBytes = kCkvBytes + kKpeBytes;
 constexpr int kThreads = 128;
 constexpr int kMarks = 4;  // entry, indices in, stage 0 landed, stage 1 landed
-
-__device__ __forceinline__ uint64_t now_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)::"memory");
-  return t;
-}
 
 // CTA c gathers slots c % kSplits, + kSplits, ... of token c / kSplits (the route's deal).
 __global__ void __launch_bounds__(kThreads, 1)
@@ -123,30 +120,20 @@ __global__ void __launch_bounds__(kLoadThreads, 1)
   if (x == 0x9e3779b9u) mine[1] = x;  // keeps the loads (the cache is zeros: never true)
 }
 
-bool ok(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return true;
-  std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-  return false;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 enum class Pattern { kScattered, kSorted, kSpan, kStream };
 
 // The indices of one launch: token t's slot j (CTA split = j % kSplits takes slot j).
 std::vector<int32_t> make_indices(Pattern p, std::mt19937& rng) {
   std::vector<int32_t> idx(kTokens * kTopK);
-  std::uniform_int_distribution<int64_t> any(0, kRows - 1), start(0, kRows - kTopK);
+  std::uniform_int_distribution<int64_t> any(0, kRows - 1), start(0, kRows - kTopK),
+      stream_start(0, kRows / (kTokens * kTopK) - 1);  // in whole streams of the call's rows
   for (int t = 0; t < kTokens; ++t) {
     int32_t* tok = idx.data() + t * kTopK;
     if (p == Pattern::kSpan) {
       const int64_t first = start(rng);
       for (int j = 0; j < kTopK; ++j) tok[j] = static_cast<int32_t>(first + j);
     } else if (p == Pattern::kStream) {  // CTA (t, s) reads rows base + (t * 16 + s) * 128 + r
-      const int64_t base = start(rng) / (kTokens * kTopK) * (kTokens * kTopK) % (kRows - kTokens * kTopK);
+      const int64_t base = stream_start(rng) * kTokens * kTopK;
       for (int j = 0; j < kTopK; ++j) {
         const int s = j % kSplits, r = j / kSplits;
         tok[j] = static_cast<int32_t>(base + (int64_t{t} * kSplits + s) * kRowsPerCta + r);

@@ -15,8 +15,11 @@
 #include <vector>
 
 #include "small_chunk_scan.cuh"
+#include "micro_common.cuh"
 
 namespace {
+
+using micro::ok;
 
 using namespace khk::gdn_prefill;
 
@@ -216,12 +219,6 @@ __global__ void scan_reference(SmallGroupSpace space, float* new_state) {
     out[row * kHeadSize + j] = x;
     __syncthreads();
   }
-}
-
-bool ok(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return true;
-  std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-  return false;
 }
 
 using Kernel = void (*)(SmallGroupSpace, float*);

@@ -21,8 +21,13 @@
 #include <vector>
 
 #include "dispatch.cu"
+#include "micro_common.cuh"
 
 namespace {
+
+using micro::ok;
+using micro::env_flag;
+using micro::median;
 
 namespace gp = khk::gdn_prefill;
 
@@ -38,24 +43,6 @@ struct Case {
   const char* name;
   std::vector<int64_t> lengths;  // tokens per sequence
 };
-
-bool ok(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return true;
-  std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-  return false;
-}
-
-// A flag from the environment: `fallback` where unset, else whether its value is a non-zero number.
-bool env_flag(const char* name, bool fallback) {
-  const char* v = std::getenv(name);
-  return v ? std::atoi(v) != 0 : fallback;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 }  // namespace
 

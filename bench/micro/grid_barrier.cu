@@ -10,18 +10,17 @@
 
 #include <cstdio>
 
+#include "micro_common.cuh"
+
 namespace {
+
+using micro::now_ns;
+using micro::ok;
 
 constexpr int kThreads = 128;
 constexpr int kPartialFloats = 16 * 512;  // 32 KB
 constexpr int kMaxCtas = 132;
 constexpr int kReps = 5;
-
-__device__ __forceinline__ unsigned long long now_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 // Barrier `round` (1, 2, ...) of a counter that all CTAs add 1 to once per round.
 __device__ void counter_barrier(unsigned* counter, unsigned round) {
@@ -50,12 +49,6 @@ __global__ void barriers(bool use_cg, int rounds, bool write, float* partials, u
       counter_barrier(counter, r);
   }
   if (threadIdx.x == 0) elapsed[blockIdx.x] = now_ns() - start;
-}
-
-bool ok(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return true;
-  std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-  return false;
 }
 
 }  // namespace

@@ -14,16 +14,15 @@
 #include <cstdio>
 #include <vector>
 
+#include "micro_common.cuh"
+
 namespace {
+
+using micro::now_ns;
+using micro::ok;
 
 constexpr int kReps = 21;
 constexpr std::size_t kFlushBytes = std::size_t{256} << 20;
-
-__device__ __forceinline__ unsigned long long now_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 // Eight independent chains, so a warp issues about one FMA per cycle and the fetch, not the FMA
 // latency, sets the pace.
@@ -68,12 +67,6 @@ __global__ void rolled(float* out, unsigned long long* elapsed, int n) {
   __syncthreads();
   if (threadIdx.x == 0) elapsed[blockIdx.x] = now_ns() - start;
   if (x == 12345.0f) out[threadIdx.x] = x;
-}
-
-bool ok(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return true;
-  std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-  return false;
 }
 
 }  // namespace

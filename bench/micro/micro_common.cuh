@@ -1,0 +1,42 @@
+// What the micro-benchmarks here share: a kernel-side clock, a CUDA error check, an environment
+// flag and a median. Each micro-benchmark is one translation unit that includes this once.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+namespace micro {
+
+/// The GPU's global nanosecond clock (%globaltimer), the same on every SM.
+__device__ __forceinline__ uint64_t now_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)::"memory");
+  return t;
+}
+
+/// True on success; else prints `what` and the error to stderr.
+inline bool ok(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return true;
+  std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+  return false;
+}
+
+/// A flag from the environment: `fallback` where unset, else whether its value is a non-zero number.
+inline bool env_flag(const char* name, bool fallback) {
+  const char* v = std::getenv(name);
+  return v ? std::atoi(v) != 0 : fallback;
+}
+
+/// The upper median of `v`; 0 for none.
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace micro
