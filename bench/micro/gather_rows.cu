@@ -188,9 +188,10 @@ int main() {
   cudaGetDeviceProperties(&prop, 0);
   std::mt19937 rng(11);
   std::printf("{\"gpu\": \"%s\", \"method\": \"%%globaltimer marks in %d CTAs of %d threads (16 per "
-              "token, 128 rows each by bulk copies into two 64-row stages), median of %d launches, "
+              "token, 128 rows each by bulk copies into two 64-row stages; the loads cases: %d threads' "
+              "16-byte loads), median of %d launches, "
               "each after a %zu MiB L2 flush\", \"cases\": [\n",
-              prop.name, kCtas, kThreads, kReps, kFlushBytes >> 20);
+              prop.name, kCtas, kThreads, kLoadThreads, kReps, kFlushBytes >> 20);
   std::vector<uint64_t> host(kCtas * kMarks);
   for (std::size_t k = 0; k < std::size(cases); ++k) {
     const Case& c = cases[k];
