@@ -18,18 +18,24 @@
 //   3. the substitution (warps 0 and 1, one per row group);
 //   4. the outputs (warp w: row group w / 4, block w % 4) and the state update (warp w: row
 //      group w / 4, keys of quarter w % 4), in shared memory.
+// With GDN_TRACE (bench/micro/gdn_timeline.cu) thread 0 marks the phases of span 0 on trace.cuh's
+// marks: rings_started = span 0's tiles landed, chunk0_tile_landed = phase 1 done,
+// chunk0_phase_a = phase 2 done, chunk0_phase_b = the substitution done, chunk0_chain_step = span
+// 0 done, last_chain_step = the last span done.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include "block_solve_span.cuh"
 #include "route_small_chunk.cuh"  // small_clear_rows
+#include "trace.cuh"
 
 namespace khk::gdn_prefill {
 
 __global__ void __launch_bounds__(kSolveThreads) block_solve_kernel(PrefillArgs args) {
   extern __shared__ __align__(16) unsigned char smem[];
   SolveSmem& s = *reinterpret_cast<SolveSmem*>(smem);
+  if (threadIdx.x == 0) trace(kTraceEntry);
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
   const int64_t cta = blockIdx.x;
   const int64_t head = cta / kSolveTilesPerHead;  // sequence * 8 + h
@@ -56,6 +62,7 @@ __global__ void __launch_bounds__(kSolveThreads) block_solve_kernel(PrefillArgs 
   const int64_t begin = args.cu_seqlens[seq];
   const int64_t end = args.cu_seqlens[seq + 1];
   const int64_t length = end > begin ? end - begin : 0;
+  if (tid == 0) trace(kTraceItem);
   // Tokens outside every sequence get zero output, as in the reference.
   if (seq == 0) small_clear_rows<kSolveRows, kSolveThreads>(args, 0, begin, h, row0);
   if (seq == args.num_seqs - 1)
@@ -98,6 +105,7 @@ __global__ void __launch_bounds__(kSolveThreads) block_solve_kernel(PrefillArgs 
       copy_wait<0>();
     }
     __syncthreads();  // 0: the span's tiles, and the state rows
+    if (c == 0 && tid == 0) trace(kTraceRingStarted);
 
     // 1. Gates, raw Gram blocks, D and Dq.
     if (warp == 4) solve_gates(tiles, s, count, h, A_log, dt_bias, args.scale, lane);
@@ -111,6 +119,7 @@ __global__ void __launch_bounds__(kSolveThreads) block_solve_kernel(PrefillArgs 
     if (warp % kSolveBlocks < blocks)
       solve_state_products(s, tiles, warp / kSolveBlocks, warp % kSolveBlocks, lane);
     __syncthreads();  // 1: the gates
+    if (c == 0 && tid == 0) trace(kTraceFirstTile);
 
     // 2. The decays into the fragments; the diagonal blocks' inverses.
 #pragma unroll
@@ -124,16 +133,20 @@ __global__ void __launch_bounds__(kSolveThreads) block_solve_kernel(PrefillArgs 
       solve_diagonal(s, warp, lane);
     }
     __syncthreads();  // 2: the fragments
+    if (c == 0 && tid == 0) trace(kTraceFirstProducts);
 
     // 3. The substitution.
     if (warp < kSolveGroups) solve_substitute(s, tiles, warp, blocks, lane);
     __syncthreads();  // 3: delta
+    if (c == 0 && tid == 0) trace(kTraceFirstOperands);
 
     // 4. Outputs and the state update.
     const int group = warp / kSolveBlocks, part = warp % kSolveBlocks;
     if (part < blocks) solve_outputs(s, group, part, count, out + c * kSolveSpan * kVHeads * kHeadSize, lane);
     solve_update(s, tiles, group, part, blocks, lane);
     __syncthreads();  // 4: M for the next span; the tiles free for the next request
+    if (c == 0 && tid == 0) trace(kTraceFirstChain);
+    if (c == spans - 1 && tid == 0) trace(kTraceLastChain);
   }
 
   // The state rows (k-last: new_state[n][h][v][k] = M[v][k]).
@@ -143,6 +156,7 @@ __global__ void __launch_bounds__(kSolveThreads) block_solve_kernel(PrefillArgs 
     reinterpret_cast<float2*>(exit_rows)[pair] =
         *reinterpret_cast<const float2*>(&s.m[row][2 * (pair % (kHeadSize / 2))]);
   }
+  if (tid == 0) trace(kTraceStored);
 }
 
 #if defined(__CUDACC__)  // a host build (the tests' CTA emulator) runs the kernel body itself
