@@ -95,15 +95,6 @@ static_assert(kCkvDim / 4 == kThreads, "the in-grid merge gives each thread one 
 /// token has at most kSingleCtaMaxRows rows, the first CTA of each token takes all of them and
 /// the others leave (no partials, no barrier).
 /// Two instantiations, so that the route of many tokens carries none of the fused route's code.
-/// Asks the L2 for the line holding `p` (and so its address translation): nothing to wait for.
-__device__ __forceinline__ void prefetch_l2(const void* p) {
-#if defined(__CUDACC__)
-  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
-#else
-  (void)p;
-#endif
-}
-
 template <bool kFused>
 __global__ void __launch_bounds__(kThreads, 1)
     split_kv_attention(AttentionArgs args, SplitPartials partials, int splits) {
@@ -115,15 +106,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int64_t token = blockIdx.x / splits;
   int split = static_cast<int>(blockIdx.x % splits);
   trace(kTraceSplit, 0);
-  if (kOutputPrefetch && tid == 0) {
-    prefetch_l2(args.output + token * kHeads * kCkvDim);
-    prefetch_l2(args.lse + token * kHeads);
-    if (splits > 1) {
-      const int64_t part = (token * splits + split) * kHeads;
-      prefetch_l2(partials.o + part * kCkvDim);
-      prefetch_l2(partials.ml + part);
-    }
-  }
   // The merge (a programmatic dependent launch) may start now; it waits for this grid's results.
 #if defined(__CUDACC__)
   asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");

@@ -4,8 +4,7 @@
 #pragma once
 
 #if !defined(MAX_SPLITS) || !defined(TMA_GATHER) || !defined(MERGE_PDL) || \
-    !defined(FUSED_TOKENS) || !defined(SINGLE_CTA_ROWS) || !defined(ROW_SKIP) || \
-    !defined(OUTPUT_PREFETCH)
+    !defined(FUSED_TOKENS) || !defined(SINGLE_CTA_ROWS) || !defined(ROW_SKIP)
 #error "compile with the [params] of kernels/dsa_attention/candidate.toml (-DMAX_SPLITS=... etc.)"
 #endif
 
@@ -37,13 +36,6 @@ constexpr int kSingleCtaMaxRows = SINGLE_CTA_ROWS;
 
 // Skip a block's 16-row groups past its last row (1), or compute all 64 rows (0).
 constexpr bool kRowSkip = ROW_SKIP;
-
-// At entry, thread 0 asks the L2 for the first line of the CTA's results (its token's output and
-// LSE rows, or its split's partials) (1), or not (0). The 1-token call's results phase (~32
-// stores per thread) takes ~1.1 us on one H100 whether its code is warm or not
-// (bench/results/2026-12-06_cold_code_h100.json); if the first store to a page waits for its
-// address translation, a request at entry moves that wait off the call's end.
-constexpr bool kOutputPrefetch = OUTPUT_PREFETCH;
 
 static_assert(kMaxSplits >= 1 && kMaxSplits <= 256, "MAX_SPLITS: 1 to 256");
 static_assert(kFusedMaxTokens >= 0 && kFusedMaxTokens <= 2, "FUSED_TOKENS: 0 to 2");
