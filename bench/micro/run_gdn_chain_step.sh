@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Builds bench/micro/gdn_chain_step.cu against the GDN prefill sources of FOLDER (default the
+# library's) at its candidate.toml's first [params] values and runs it on the GPU of this
+# machine; prints its JSON, ptxas's register and spill report on stderr.
+# Usage: bench/micro/run_gdn_chain_step.sh [FOLDER] [BUILD_DIR]   (needs nvcc and an sm_90a GPU)
+set -eu
+folder=${1:-kernels/gdn_prefill}
+dir=${2:-build/micro}
+mkdir -p "$dir"
+# The first value of each [params] entry of candidate.toml, as -DNAME=value, one per line.
+defines=$(sed -n 's/^\([A-Z_][A-Z0-9_]*\) *= *\[ *\([^],]*\).*/-D\1=\2/p' "$folder/candidate.toml" |
+  tr -d '"')
+# shellcheck disable=SC2086  # defines is a list of flags
+nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v $defines -I"$folder" \
+  -Iinclude -o "$dir/gdn_chain_step" "$(dirname "$0")/gdn_chain_step.cu" 2>&1 |
+  grep -E "registers|spill" >&2 || true
+"$dir/gdn_chain_step"
