@@ -8,11 +8,14 @@
 // chunk_delta_h) issue fewer instructions per token? Three kernels, one CTA per SM, 4 or 8 chain
 // warps (one or two per sub-partition), each warp 16 value rows of fp32 state in registers:
 //   chunk16  the library's step (small_chunk_chain.cuh, small_chain_chunk with fp32 outputs as the
-//            map pass writes them): D, Dq, Delta, the outputs, the update, per 16 tokens;
+//            map pass writes them): D, Dq, Delta, the outputs, the update, per 16 tokens (since
+//            2026-12-06 with the state held scaled, SMALL_SCALED_STATE; the results file of that
+//            date measured the step before, which the variant with both costs kept reproduces);
 //   chunk64  a 64-token step: U^T = V^T Tu^T, Vn^T = U^T - M W^T and O^T = M Q^T over the 128
 //            keys (M split hi + lo once), O^T diag(scale gamma) + Vn^T P^T, the outputs stored,
 //            M = gamma_last M + (Vn^T diag(fac)) K; Vn split twice (plain, scaled);
-//   chunk16 variants: the same step as a copy with the state's decay or Dq's lo products left out;
+//   chunk16 variants: the step before the scaled state, as a copy, with the state's decay or Dq's
+//            lo products left out;
 //   peak     independent MMAs in eight accumulators: the tensor pipe's rate per warp.
 // The operands are fixed patterns (the time of an MMA does not depend on its values); a compiler
 // barrier at each step keeps every shared-memory read inside the step, as the real pipeline's
@@ -93,9 +96,9 @@ __device__ __forceinline__ void span_end(Span s, unsigned long long* out) {
 }
 
 
-// The library's step with two of its costs removable, to price them: kDecay = false drops the
-// state's per-chunk decay (64 FMULs per lane, which a scale carried with the state would fold into
-// the producers' per-token factors), kDqLo = false drops Dq's lo products (16 of the 112 MMAs; the
+// The library's step as it was before the scaled state, with two of its costs removable, to price
+// them: kDecay = false drops the state's per-chunk decay (64 FMULs per lane, which the scaled state
+// folds into the per-token factors), kDqLo = false drops Dq's lo products (16 of the 112 MMAs; the
 // output path at bf16 precision, which the route does not allow under `extreme` inputs).
 template <bool kDecay, bool kDqLo>
 __device__ __forceinline__ void chunk16_variant_step(float (&m)[16][4], const SmallTiles& tiles,
@@ -120,14 +123,14 @@ __device__ __forceinline__ void chunk16_variant_step(float (&m)[16][4], const Sm
   float d[2][4], delta[2][4];
   add_tiles(dk[0][0], dk[1][0], d[0]);
   add_tiles(dk[0][1], dk[1][1], d[1]);
-  small_delta(tiles, op, d, warp_row0, delta, lane);
+  small_delta<false>(tiles, op, d, warp_row0, delta, lane);
   uint32_t dhi[4], dlo[4];
   split_a_truncated(delta[0], delta[1], dhi, dlo);
 #pragma unroll
   for (int nt = 0; nt < 2; ++nt) {
     float o[4];
     add_tiles(dq[0][nt], dq[1][nt], o);
-    small_output_tile(o, dhi, dlo, op, nt, warp_row0, kSmallChunk, out, lane);
+    small_output_tile<float, false>(o, dhi, dlo, op, nt, warp_row0, kSmallChunk, out, lane);
   }
   uint32_t whi[4], wlo[4];
   split_a_truncated(delta[0], delta[1], whi, wlo, op.w[2 * c], op.w[2 * c + 1], op.w[8 + 2 * c],
@@ -163,7 +166,7 @@ __global__ void __launch_bounds__(32 * kWarps, 1) chunk16(float* out, unsigned l
   }
   if (threadIdx.x == 0) op.gamma_last = exp2f(-0.05f * kSmallChunk);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  float m[16][4];
+  float m[16][4], scale = 1.0f;
   initial_rows(m, lane);
   float* slots = out + static_cast<size_t>(blockIdx.x) * kOutRing * kSmallChunk * kVHeads * kHeadSize;
   const Span s = span_start();
@@ -171,7 +174,7 @@ __global__ void __launch_bounds__(32 * kWarps, 1) chunk16(float* out, unsigned l
     asm volatile("" ::: "memory");
     float* o = slots + (c % kOutRing) * kSmallChunk * kVHeads * kHeadSize;
     if constexpr (kVariant < 0)
-      small_chain_chunk<true, float>(m, tiles, op, 16 * warp, kSmallChunk, o, lane);
+      small_chain_chunk<true, float>(m, scale, tiles, op, 16 * warp, kSmallChunk, o, lane);
     else
       chunk16_variant_step<(kVariant & 1) != 0, (kVariant & 2) != 0>(m, tiles, op, 16 * warp, o,
                                                                       lane);

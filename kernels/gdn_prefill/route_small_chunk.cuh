@@ -117,7 +117,7 @@ __device__ __forceinline__ void small_chunk_walk(const PrefillArgs& args, const 
   if constexpr (kIdentity) small_zero_value_tiles<kThreads>(s);
 
   // The chain warps' rows.
-  float m[16][4];
+  float m[16][4], scale = 1.0f;  // the rows, held as m * scale (small_update_rows)
   const int64_t rows_at = (row0 + 16 * warp) * kHeadSize;
   if (warp < kRowWarps) {
     if constexpr (kIdentity) small_identity_rows(m, row0 + 16 * warp, lane);
@@ -136,8 +136,8 @@ __device__ __forceinline__ void small_chunk_walk(const PrefillArgs& args, const 
     if (warp < kRowWarps) {
       if (ci >= 0) {
         small_chain_chunk<kOutput>(
-            m, s.tiles[small_slot_behind(slot, kSmallChainLag)], s.operands[ci & 1], 16 * warp,
-            small_chunk_tokens(length, ci),
+            m, scale, s.tiles[small_slot_behind(slot, kSmallChainLag)], s.operands[ci & 1],
+            16 * warp, small_chunk_tokens(length, ci),
             kOutput ? output + ci * kSmallChunk * kVHeads * kHeadSize + row0 : nullptr, lane);
       }
     } else {
@@ -147,7 +147,7 @@ __device__ __forceinline__ void small_chunk_walk(const PrefillArgs& args, const 
     slot = slot + 1 == kSmallTileStages ? 0 : slot + 1;
     __syncthreads();
   }
-  if (warp < kRowWarps && walk.exit) small_store_rows(m, walk.exit + rows_at, lane);
+  if (warp < kRowWarps && walk.exit) small_store_rows(m, walk.exit + rows_at, lane, scale);
 }
 
 /// What a plain-route CTA walks: the (sequence, head) of CTA blockIdx.x and its row tile.
@@ -209,7 +209,7 @@ __global__ void __launch_bounds__(SmallRoles<kRowWarps, kProducers>::kThreads)
   const int h = item.h, row0 = item.row0;
 
   // The chain warps' rows; an empty sequence leaves its state at zero whatever the initial one.
-  float m[16][4];
+  float m[16][4], scale = 1.0f;  // the rows, held as m * scale (small_update_rows)
   const int64_t rows_at = (head * kHeadSize + row0 + 16 * warp) * kHeadSize;
   if (warp < kRowWarps)
     small_load_rows(m, args.state && length > 0 ? args.state + rows_at : nullptr, lane);
@@ -223,8 +223,8 @@ __global__ void __launch_bounds__(SmallRoles<kRowWarps, kProducers>::kThreads)
       if (ci >= 0) {
         __nv_bfloat16* out =
             args.output + ((begin + ci * kSmallChunk) * kVHeads + h) * kHeadSize + row0;
-        small_chain_chunk(m, s.tiles[small_slot_behind(slot, kSmallChainLag)], s.operands[ci & 1],
-                          16 * warp, small_chunk_tokens(length, ci), out, lane);
+        small_chain_chunk(m, scale, s.tiles[small_slot_behind(slot, kSmallChainLag)],
+                          s.operands[ci & 1], 16 * warp, small_chunk_tokens(length, ci), out, lane);
       }
     } else {
       small_produce<kRowWarps, kProducers>(args, s, it, slot, begin, length, h, row0, true, A_log,
@@ -233,7 +233,7 @@ __global__ void __launch_bounds__(SmallRoles<kRowWarps, kProducers>::kThreads)
     slot = slot + 1 == kSmallTileStages ? 0 : slot + 1;
     __syncthreads();
   }
-  if (warp < kRowWarps) small_store_rows(m, args.new_state + rows_at, lane);
+  if (warp < kRowWarps) small_store_rows(m, args.new_state + rows_at, lane, scale);
 }
 
 }  // namespace khk::gdn_prefill

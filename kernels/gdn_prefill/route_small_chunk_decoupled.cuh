@@ -124,7 +124,7 @@ template <bool kOutput, bool kIdentity, typename Out>
 __device__ __forceinline__ void small_chain_walk(const SmallWalk& walk, SmallSmem& s,
                                                  int64_t chunks, int warp, int lane) {
   const int row0 = walk.row0;
-  float m[16][4];
+  float m[16][4], scale = 1.0f;  // the rows, held as m * scale (small_update_rows)
   const int64_t rows_at = (row0 + 16 * warp) * kHeadSize;
   if constexpr (kIdentity) small_identity_rows(m, row0 + 16 * warp, lane);
   else small_load_rows(m, walk.entry ? walk.entry + rows_at : nullptr, lane);
@@ -133,11 +133,11 @@ __device__ __forceinline__ void small_chain_walk(const SmallWalk& walk, SmallSme
   else output = walk.output;
   small_chain_loop(s, chunks, warp, [&](int64_t ci, int tile, int op, auto wait_operands) {
     small_chain_chunk<kOutput>(
-        m, s.tiles[tile], s.operands[op], 16 * warp, small_chunk_tokens(walk.length, ci),
+        m, scale, s.tiles[tile], s.operands[op], 16 * warp, small_chunk_tokens(walk.length, ci),
         kOutput ? output + ci * kSmallChunk * kVHeads * kHeadSize + row0 : nullptr, lane,
         wait_operands);
   });
-  if (walk.exit) small_store_rows(m, walk.exit + rows_at, lane);
+  if (walk.exit) small_store_rows(m, walk.exit + rows_at, lane, scale);
   if (warp == 0) trace(kTraceStored);
 }
 

@@ -140,7 +140,7 @@ __global__ void __launch_bounds__(SmallRoles<8, kProducers>::kThreads)
   // The chain warps' rows of the current item, (sequence, head) `head`: warp w holds rows
   // 16w .. 16w + 15 of its 128 x 128 state.
   const auto rows_at = [&](int64_t head) { return (head * kHeadSize + 16 * warp) * kHeadSize; };
-  float m[16][4];
+  float m[16][4], scale = 1.0f;  // the rows, held as m * scale (small_update_rows)
   int64_t head = 0;
   if (warp < kChainWarps && total > 0) {
     SmallItemCursor first;
@@ -156,13 +156,14 @@ __global__ void __launch_bounds__(SmallRoles<8, kProducers>::kThreads)
       if (ci >= 0) {
         const SmallChunkMeta& meta = q.meta[small_slot_behind(slot, kSmallChainLag)];
         if (meta.starts_item && ci > 0) {  // the next item: the last one's rows out, its rows in
-          small_store_rows(m, args.new_state + rows_at(head), lane);
+          small_store_rows(m, args.new_state + rows_at(head), lane, scale);
           head = meta.head;
           small_load_rows(m, args.state ? args.state + rows_at(head) : nullptr, lane);
+          scale = 1.0f;
         }
         __nv_bfloat16* out = args.output + (meta.token0 * kVHeads + head % kVHeads) * kHeadSize;
-        small_chain_chunk(m, s.tiles[small_slot_behind(slot, kSmallChainLag)], s.operands[ci & 1],
-                          16 * warp, meta.count, out, lane);
+        small_chain_chunk(m, scale, s.tiles[small_slot_behind(slot, kSmallChainLag)],
+                          s.operands[ci & 1], 16 * warp, meta.count, out, lane);
       }
     } else {
       if (warp == Roles::kLoadWarp) {
@@ -194,7 +195,8 @@ __global__ void __launch_bounds__(SmallRoles<8, kProducers>::kThreads)
     slot = slot + 1 == kSmallTileStages ? 0 : slot + 1;
     __syncthreads();
   }
-  if (warp < kChainWarps && total > 0) small_store_rows(m, args.new_state + rows_at(head), lane);
+  if (warp < kChainWarps && total > 0)
+    small_store_rows(m, args.new_state + rows_at(head), lane, scale);
 }
 
 /// The persistent wide CTA with its roles decoupled (route_small_chunk_decoupled.cuh has the
@@ -218,7 +220,7 @@ __global__ void __launch_bounds__(SmallRoles<8, 4>::kThreads)
 
   if (warp < kChainWarps) {  // the chain, item after item
     const auto rows_at = [&](int64_t head) { return (head * kHeadSize + 16 * warp) * kHeadSize; };
-    float m[16][4];
+    float m[16][4], scale = 1.0f;  // the rows, held as m * scale (small_update_rows)
     int64_t head = 0;
     if (total > 0) {  // the first item's rows, while its first chunk loads
       SmallItemCursor first;
@@ -229,16 +231,17 @@ __global__ void __launch_bounds__(SmallRoles<8, 4>::kThreads)
     small_chain_loop(s, total, warp, [&](int64_t ci, int tile, int op, auto wait_operands) {
       const SmallChunkMeta& meta = q.meta[tile];
       if (meta.starts_item && ci > 0) {  // the next item: the last one's rows out, its rows in
-        small_store_rows(m, args.new_state + rows_at(head), lane);
+        small_store_rows(m, args.new_state + rows_at(head), lane, scale);
         head = meta.head;
         small_load_rows(m, args.state ? args.state + rows_at(head) : nullptr, lane);
+        scale = 1.0f;
       }
       __syncwarp();
       __nv_bfloat16* out = args.output + (meta.token0 * kVHeads + head % kVHeads) * kHeadSize;
-      small_chain_chunk(m, s.tiles[tile], s.operands[op], 16 * warp, meta.count, out, lane,
+      small_chain_chunk(m, scale, s.tiles[tile], s.operands[op], 16 * warp, meta.count, out, lane,
                         wait_operands);
     });
-    if (total > 0) small_store_rows(m, args.new_state + rows_at(head), lane);
+    if (total > 0) small_store_rows(m, args.new_state + rows_at(head), lane, scale);
   } else if (warp == Roles::kLoadWarp) {
     SmallItemCursor load;
     RingCursor<kSmallTileStages> tile;

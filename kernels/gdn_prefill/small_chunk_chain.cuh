@@ -9,6 +9,13 @@
 // Every computed operand goes through the bf16 tensor cores as a hi + lo pair (~15-16 mantissa bits),
 // the output path too, so the route keeps the precision the official tolerance needs under the
 // adversarial `extreme` inputs (tuning.h, SPLIT_OPERANDS).
+// With SMALL_SCALED_STATE (tuning.h) a warp holds its rows as M / s and the scalar s (`scale`,
+// the same in every chain warp of a walk: each computes it from the same operands): D and Dq of
+// the held rows times s are the true ones, so s joins gamma and scale gamma, the update adds
+// (Delta diag(w / s')) K with s' = s gamma_last instead of decaying 64 accumulators,
+// small_rescale_rows multiplies the rows by s at a chunk's start where s has become small, and
+// small_store_rows multiplies by s. The splits are relative, so the products' bits are as
+// precise as before; only w / s' and the products by s round once more (2^-24).
 #pragma once
 
 #include "mma_tiles.cuh"
@@ -43,15 +50,18 @@ __device__ __forceinline__ void small_identity_rows(float (&m)[16][4], int first
       m[j][e] = first + g + 8 * (e / 2) == 8 * j + 2 * c + e % 2 ? 1.0f : 0.0f;
 }
 
+/// Stores the rows held as m / scale (small_update_rows) as m * scale.
 template <int kKeyTiles>
 __device__ __forceinline__ void small_store_rows(const float (&m)[kKeyTiles][4], float* rows,
-                                                 int lane) {
+                                                 int lane, float scale = 1.0f) {
   const int g = lane / 4, c = lane % 4;
+  if constexpr (!kSmallScaledState) scale = 1.0f;
 #pragma unroll
   for (int j = 0; j < kKeyTiles; ++j) {
-    *reinterpret_cast<float2*>(rows + g * kHeadSize + 8 * j + 2 * c) = make_float2(m[j][0], m[j][1]);
+    *reinterpret_cast<float2*>(rows + g * kHeadSize + 8 * j + 2 * c) =
+        make_float2(m[j][0] * scale, m[j][1] * scale);
     *reinterpret_cast<float2*>(rows + (g + 8) * kHeadSize + 8 * j + 2 * c) =
-        make_float2(m[j][2], m[j][3]);
+        make_float2(m[j][2] * scale, m[j][3] * scale);
   }
 }
 
@@ -95,16 +105,19 @@ __device__ __forceinline__ void store_output(__nv_bfloat16* at, float x) {
 __device__ __forceinline__ void store_output(float* at, float x) { *at = x; }
 
 /// Delta = V X'^T - (D diag(gamma)) X'^T for the warp's 16 rows (warp_row0 within the CTA's
-/// tile) from the full D (both token tiles). V's A fragment (rows x tokens) by transposed loads
-/// of the [token][row] tile: matrices (tokens 0-7 | 8-15) x (rows 0-7 | 8-15) in A order.
+/// tile) from the full D (both token tiles) of the rows held at `scale`. V's A fragment (rows x
+/// tokens) by transposed loads of the [token][row] tile: matrices (tokens 0-7 | 8-15) x (rows 0-7
+/// | 8-15) in A order.
+template <bool kScaled = kSmallScaledState>
 __device__ __forceinline__ void small_delta(const SmallTiles& tiles, const SmallOperands& op,
                                             const float (&d)[2][4], int warp_row0,
-                                            float (&delta)[2][4], int lane) {
+                                            float (&delta)[2][4], int lane, float scale = 1.0f) {
   const int c = lane % 4, mi = lane / 8, r = lane % 8;
   uint32_t va[4], rhi[4], rlo[4];
   ldmatrix_x4_trans(va, &tiles.v[(mi / 2) * 8 + r][warp_row0 + (mi % 2) * 8]);
-  split_a_truncated(d[0], d[1], rhi, rlo, -op.gamma[2 * c], -op.gamma[2 * c + 1],
-                    -op.gamma[8 + 2 * c], -op.gamma[9 + 2 * c]);
+  const float ns = kScaled ? -scale : -1.0f;  // D of the held rows times s is the true D
+  split_a_truncated(d[0], d[1], rhi, rlo, ns * op.gamma[2 * c], ns * op.gamma[2 * c + 1],
+                    ns * op.gamma[8 + 2 * c], ns * op.gamma[9 + 2 * c]);
 #pragma unroll
   for (int nt = 0; nt < 2; ++nt) {
     const uint4 xb = op.x[nt][lane];
@@ -118,17 +131,19 @@ __device__ __forceinline__ void small_delta(const SmallTiles& tiles, const Small
 }
 
 /// The outputs of token tile nt (tokens 8 nt ..) = Dq diag(scale gamma) + Delta (scale P')^T from
-/// that tile's full Dq and Delta's hi + lo A fragments, stored for the valid tokens (< count;
-/// token t's row r at out[t * 8 * 128 + r]).
-template <typename Out>
+/// that tile's full Dq (of the rows held at `scale`) and Delta's hi + lo A fragments, stored for
+/// the valid tokens (< count; token t's row r at out[t * 8 * 128 + r]).
+template <typename Out, bool kScaled = kSmallScaledState>
 __device__ __forceinline__ void small_output_tile(const float (&dq)[4], const uint32_t (&dhi)[4],
                                                   const uint32_t (&dlo)[4],
                                                   const SmallOperands& op, int nt, int warp_row0,
-                                                  int count, Out* out, int lane) {
+                                                  int count, Out* out, int lane,
+                                                  float scale = 1.0f) {
   const int g = lane / 4, c = lane % 4;
   const int t0 = 8 * nt + 2 * c;
-  float o[4] = {dq[0] * op.sgamma[t0], dq[1] * op.sgamma[t0 + 1], dq[2] * op.sgamma[t0],
-                dq[3] * op.sgamma[t0 + 1]};
+  float s0 = op.sgamma[t0], s1 = op.sgamma[t0 + 1];
+  if constexpr (kScaled) s0 *= scale, s1 *= scale;  // Dq of the held rows, times s
+  float o[4] = {dq[0] * s0, dq[1] * s1, dq[2] * s0, dq[3] * s1};
   const uint4 pb = op.p[nt][lane];
   mma_bf16(o, dhi, pb.x, pb.y);
   mma_bf16(o, dhi, pb.z, pb.w);
@@ -143,15 +158,26 @@ __device__ __forceinline__ void small_output_tile(const float (&dq)[4], const ui
 /// M = gamma_last M + (Delta diag(w)) K over the warp's kKeyTiles tiles of 8 keys from key0. K's
 /// B fragments (tokens x keys) by transposed loads: matrices (tokens 0-7 | 8-15) x (keys of
 /// n-tile 2j | 2j + 1).
-template <int kKeyTiles>
+///
+/// With kScaled (SMALL_SCALED_STATE) the rows are held as M / s (`scale`): with s' = s gamma_last
+/// the held rows advance by (Delta diag(w / s')) K alone and s becomes s'. s' is kept at least
+/// kSmallFloorStateScale (a chunk that decays the state below 2^-32 of the held rows' bound at
+/// once: the state it keeps is then off by at most 2^-32 of its magnitude); small_rescale_rows
+/// brings s back to 1 at the next chunk's start.
+template <int kKeyTiles, bool kScaled = kSmallScaledState>
 __device__ __forceinline__ void small_update_rows(float (&m)[kKeyTiles][4], const SmallTiles& tiles,
                                                   const SmallOperands& op,
                                                   const float (&delta)[2][4], int key0,
-                                                  int lane) {
+                                                  int lane, float& scale) {
   const int c = lane % 4, mi = lane / 8, r = lane % 8;
+  float inv = 1.0f;
+  if constexpr (kScaled) {
+    scale = fmaxf(scale * op.gamma_last, kSmallFloorStateScale);
+    inv = fast_reciprocal(scale);
+  }
   uint32_t whi[4], wlo[4];
-  split_a_truncated(delta[0], delta[1], whi, wlo, op.w[2 * c], op.w[2 * c + 1],
-                    op.w[8 + 2 * c], op.w[9 + 2 * c]);
+  split_a_truncated(delta[0], delta[1], whi, wlo, op.w[2 * c] * inv, op.w[2 * c + 1] * inv,
+                    op.w[8 + 2 * c] * inv, op.w[9 + 2 * c] * inv);
   const float decay = op.gamma_last;
 #pragma unroll
   for (int j2 = 0; j2 < kKeyTiles / 2; ++j2) {
@@ -160,10 +186,27 @@ __device__ __forceinline__ void small_update_rows(float (&m)[kKeyTiles][4], cons
 #pragma unroll
     for (int jj = 0; jj < 2; ++jj) {
       float(&acc)[4] = m[2 * j2 + jj];
+      if constexpr (!kScaled)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) acc[e] *= decay;
+        for (int e = 0; e < 4; ++e) acc[e] *= decay;
       mma_bf16(acc, whi, kb[2 * jj], kb[2 * jj + 1]);
       mma_bf16(acc, wlo, kb[2 * jj], kb[2 * jj + 1]);
+    }
+  }
+}
+
+/// At a chunk's start, where the rows' scale has fallen below kSmallMinStateScale: the rows times
+/// it, and the scale 1 (SMALL_SCALED_STATE). A warp-uniform branch, taken once in many chunks, at
+/// the point where the step waits for the last update's products anyway.
+template <int kKeyTiles>
+__device__ __forceinline__ void small_rescale_rows(float (&m)[kKeyTiles][4], float& scale) {
+  if constexpr (kSmallScaledState) {
+    if (scale < kSmallMinStateScale) {
+#pragma unroll
+      for (int j = 0; j < kKeyTiles; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) m[j][e] *= scale;
+      scale = 1.0f;
     }
   }
 }
@@ -173,18 +216,21 @@ struct OperandsReady {
   __device__ __forceinline__ void operator()() const {}
 };
 
-/// One chunk of `count` tokens for the warp's rows (warp_row0 within the CTA's tile): with
+/// One chunk of `count` tokens for the warp's rows (warp_row0 within the CTA's tile), held at
+/// `scale` (small_update_rows; advanced here): with
 /// kOutput the outputs of its valid tokens to `out` (token t's row r at out[t * 8 * 128 + r]),
 /// and M advanced. Without it no Dq, no O. D and Dq need only the tile and M, so
 /// wait_operands() (the decoupled chain's wait for the operands) comes after them: at a walk's
 /// first chunk, and whenever the producers are late, the chain's largest products overlap the
 /// gate and solve work of the same chunk.
 template <bool kOutput = true, typename Out = __nv_bfloat16, typename WaitOperands = OperandsReady>
-__device__ __forceinline__ void small_chain_chunk(float (&m)[16][4], const SmallTiles& tiles,
+__device__ __forceinline__ void small_chain_chunk(float (&m)[16][4], float& scale,
+                                                  const SmallTiles& tiles,
                                                   const SmallOperands& op, int warp_row0,
                                                   int count, Out* out, int lane,
                                                   WaitOperands wait_operands = {}) {
   const int mi = lane / 8, r = lane % 8;
+  small_rescale_rows(m, scale);
 
   // D and Dq: hi and lo products in separate accumulators (shorter dependent chains).
   float dk[2][2][4] = {}, dq[2][2][4] = {};  // [hi | lo][n-tile]
@@ -210,7 +256,7 @@ __device__ __forceinline__ void small_chain_chunk(float (&m)[16][4], const Small
 
   wait_operands();
   float delta[2][4];
-  small_delta(tiles, op, d, warp_row0, delta, lane);
+  small_delta(tiles, op, d, warp_row0, delta, lane, scale);
   if constexpr (kOutput) {
     uint32_t dhi[4], dlo[4];
     split_a_truncated(delta[0], delta[1], dhi, dlo);
@@ -218,10 +264,10 @@ __device__ __forceinline__ void small_chain_chunk(float (&m)[16][4], const Small
     for (int nt = 0; nt < 2; ++nt) {
       float o[4];
       add_tiles(dq[0][nt], dq[1][nt], o);
-      small_output_tile(o, dhi, dlo, op, nt, warp_row0, count, out, lane);
+      small_output_tile(o, dhi, dlo, op, nt, warp_row0, count, out, lane, scale);
     }
   }
-  small_update_rows(m, tiles, op, delta, 0, lane);
+  small_update_rows(m, tiles, op, delta, 0, lane, scale);
 }
 
 }  // namespace khk::gdn_prefill
