@@ -7,12 +7,8 @@ set -eu
 folder=${1:-kernels/dsa_attention}
 dir=${2:-build/micro}
 mkdir -p "$dir"
-# The first value of each [params] entry of candidate.toml, as -DNAME=value, one per line.
-defines=$(sed -n 's/^\([A-Z_][A-Z0-9_]*\) *= *\[ *\([^],]*\).*/-D\1=\2/p' "$folder/candidate.toml")
-for param in ${DSA_PARAMS:-}; do
-  defines=$(echo "$defines" | grep -v "^-D${param%%=*}=")
-  defines="$defines"$'\n'"-D$param"
-done
+# shellcheck disable=SC2086  # DSA_PARAMS is a list of NAME=value
+defines=$("$(dirname "$0")/candidate_defines.sh" "$folder" ${DSA_PARAMS:-})
 # shellcheck disable=SC2086  # defines is a list of flags
 nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -DDSA_TRACE $defines -I"$folder" \
   -o "$dir/dsa_timeline" "$(dirname "$0")/dsa_timeline.cu"

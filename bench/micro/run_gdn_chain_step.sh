@@ -7,9 +7,7 @@ set -eu
 folder=${1:-kernels/gdn_prefill}
 dir=${2:-build/micro}
 mkdir -p "$dir"
-# The first value of each [params] entry of candidate.toml, as -DNAME=value, one per line.
-defines=$(sed -n 's/^\([A-Z_][A-Z0-9_]*\) *= *\[ *\([^],]*\).*/-D\1=\2/p' "$folder/candidate.toml" |
-  tr -d '"')
+defines=$("$(dirname "$0")/candidate_defines.sh" "$folder")
 # shellcheck disable=SC2086  # defines is a list of flags
 nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Xptxas -v $defines -I"$folder" \
   -Iinclude -o "$dir/gdn_chain_step" "$(dirname "$0")/gdn_chain_step.cu" 2>&1 |

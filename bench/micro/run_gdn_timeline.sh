@@ -7,13 +7,8 @@ set -eu
 folder=${1:-kernels/gdn_prefill}
 dir=${2:-build/micro}
 mkdir -p "$dir"
-# The first value of each [params] entry of candidate.toml, as -DNAME=value, one per line.
-defines=$(sed -n 's/^\([A-Z_][A-Z0-9_]*\) *= *\[ *\([^],]*\).*/-D\1=\2/p' "$folder/candidate.toml" |
-  tr -d '"')
-for param in ${GDN_PARAMS:-}; do
-  defines=$(echo "$defines" | grep -v "^-D${param%%=*}=")
-  defines="$defines"$'\n'"-D$param"
-done
+# shellcheck disable=SC2086  # GDN_PARAMS is a list of NAME=value
+defines=$("$(dirname "$0")/candidate_defines.sh" "$folder" ${GDN_PARAMS:-})
 # shellcheck disable=SC2086  # defines is a list of flags
 nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -DGDN_TRACE $defines -I"$folder" \
   -Iinclude -o "$dir/gdn_timeline" "$(dirname "$0")/gdn_timeline.cu"
