@@ -18,7 +18,10 @@
 // arrive on; every lane of a warp arrives, so a warp's writes are released by its own lanes):
 //   tiles[kSmallTileStages]  load warp (its cp.async copies landing) -> gate warp and chain warps
 //                            (both free it, so the gate's reads come before the refill directly,
-//                            not only through the chain's wait on the operands)
+//                            not only through the chain's wait on the operands); with
+//                            SMALL_SCALE_QK the scale warp reads it too, and its reads come
+//                            before the chain's arrival through the operands it writes after
+//                            them, so it does not arrive
 //   products[2]              gate warp -> solve and scale warps
 //   operands[2]              solve and scale warps -> chain warps
 // Four producer warps only: with two, one warp holds two roles and would have to interleave its
@@ -71,19 +74,33 @@ __device__ __forceinline__ void small_ring_start(SmallSmem& s,
 /// The solve warp's or the scale warp's loop over chunks first, first + kLanes, ... of `chunks`:
 /// phase B of each, from the products ring into the operands ring. With two lanes of phase B
 /// (kLanes = 2) each warp takes every other chunk, so uses one slot of each ring; two solve warps
-/// each have their own `scratch`.
-template <int kLanes = 1>
+/// each have their own `scratch`. With SMALL_SCALE_QK the scale warp first computes the chunk's
+/// Q K^T from its tile (ring of kTileSlots), while the gate warp works on the same tile; it does
+/// not free the tile: the chain warps free it after the operands it writes after its reads.
+template <int kLanes = 1, int kTileSlots = kSmallTileStages>
 __device__ __forceinline__ void small_solve_or_scale(const PrefillArgs& args, SmallSmem& s,
                                                      SmallSolveScratch& scratch, int64_t chunks,
                                                      bool solve, int first, int lane) {
+  static_assert(kLanes == 1 || !kSmallScaleQK || kTileSlots % kLanes == 0,
+                "a slot's chunks to one scale warp");
   SmallRing& ring = s.ring;
   RingCursor<2> prod, op;
-  prod.advance(first), op.advance(first);
+  RingCursor<kTileSlots> tile;
+  prod.advance(first), op.advance(first), tile.advance(first);
   for (int64_t c = first; c < chunks; c += kLanes) {
+    float qk[2][4];
+    if (kSmallScaleQK && !solve) {
+      ring_wait(&ring.tiles_full[tile.slot], tile.parity);
+      __syncwarp();
+      small_query_keys(s.tiles[tile.slot], qk, lane);
+      tile.advance(kLanes);
+    }
     ring_wait(&ring.products_full[prod.slot], prod.parity);
     ring_wait(&ring.operands_empty[op.slot], op.parity ^ 1);
     __syncwarp();
     if (solve) small_solve(s.products[prod.slot], scratch, s.operands[op.slot], lane);
+    else if constexpr (kSmallScaleQK)
+      small_scale(s.products[prod.slot], qk, s.operands[op.slot], args.scale, lane);
     else small_scale(s.products[prod.slot], s.operands[op.slot], args.scale, lane);
     if (c == 0 && solve) trace(kTraceFirstOperands);
     ring_arrive(&ring.products_empty[prod.slot]);
@@ -183,8 +200,9 @@ __device__ __forceinline__ void small_gate_walk(const PrefillArgs& args, const S
     if (c == 0) trace(kTraceFirstTile);
     ring_wait(&ring.products_empty[prod.slot], prod.parity ^ 1);
     __syncwarp();
-    small_gate_products(s.tiles[tile.slot], s.products[prod.slot],
-                        small_chunk_tokens(walk.length, c), h, A_log, dt_bias, lane);
+    small_gate_products<!kSmallScaleQK>(s.tiles[tile.slot], s.products[prod.slot],
+                                        small_chunk_tokens(walk.length, c), h, A_log, dt_bias,
+                                        lane);
     if (c == 0) trace(kTraceFirstProducts);
     ring_arrive(&ring.products_full[prod.slot]);
     ring_arrive(&ring.tiles_empty[tile.slot]);  // its reads of the tile, on their own
@@ -246,11 +264,11 @@ __device__ __forceinline__ void small_chunk_walk_decoupled(
   } else if (Roles::kGates == 2 && warp == Roles::kSecondGateWarp) {
     small_gate_walk<Roles::kGates, Roles::kTileSlots>(args, walk, s, chunks, 1, lane);
   } else if (warp == Roles::kSolveWarp || warp == Roles::kScaleWarp) {
-    small_solve_or_scale<Roles::kPhaseBLanes>(args, s, s.scratch, chunks,
-                                              warp == Roles::kSolveWarp, 0, lane);
+    small_solve_or_scale<Roles::kPhaseBLanes, Roles::kTileSlots>(
+        args, s, s.scratch, chunks, warp == Roles::kSolveWarp, 0, lane);
   } else if constexpr (kKeyParts > 1) {  // the second solve or scale warp (kPhaseBLanes == 2)
-    small_solve_or_scale<Roles::kPhaseBLanes>(args, s, x->odd_scratch, chunks,
-                                              warp == Roles::kSecondSolveWarp, 1, lane);
+    small_solve_or_scale<Roles::kPhaseBLanes, Roles::kTileSlots>(
+        args, s, x->odd_scratch, chunks, warp == Roles::kSecondSolveWarp, 1, lane);
   }
 }
 

@@ -269,8 +269,8 @@ __global__ void __launch_bounds__(SmallRoles<8, 4>::kThreads)
       __syncwarp();
       const SmallChunkMeta& meta = q.meta[tile.slot];
       const int h = meta.head % kVHeads;
-      small_gate_products(s.tiles[tile.slot], s.products[prod.slot], meta.count, h,
-                          args.A_log[h], args.dt_bias[h], lane);
+      small_gate_products<!kSmallScaleQK>(s.tiles[tile.slot], s.products[prod.slot], meta.count,
+                                          h, args.A_log[h], args.dt_bias[h], lane);
       ring_arrive(&ring.products_full[prod.slot]);
       ring_arrive(&ring.tiles_empty[tile.slot]);
       tile.advance();

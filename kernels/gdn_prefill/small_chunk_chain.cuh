@@ -50,7 +50,7 @@ __device__ __forceinline__ void small_identity_rows(float (&m)[16][4], int first
       m[j][e] = first + g + 8 * (e / 2) == 8 * j + 2 * c + e % 2 ? 1.0f : 0.0f;
 }
 
-/// Stores the rows held as m / scale (small_update_rows) as m * scale.
+/// Stores the true rows, m * scale (a warp holds them as M / s with s its `scale`: small_update_rows).
 template <int kKeyTiles>
 __device__ __forceinline__ void small_store_rows(const float (&m)[kKeyTiles][4], float* rows,
                                                  int lane, float scale = 1.0f) {
@@ -161,9 +161,10 @@ __device__ __forceinline__ void small_output_tile(const float (&dq)[4], const ui
 ///
 /// With kScaled (SMALL_SCALED_STATE) the rows are held as M / s (`scale`): with s' = s gamma_last
 /// the held rows advance by (Delta diag(w / s')) K alone and s becomes s'. s' is kept at least
-/// kSmallFloorStateScale (a chunk that decays the state below 2^-32 of the held rows' bound at
-/// once: the state it keeps is then off by at most 2^-32 of its magnitude); small_rescale_rows
-/// brings s back to 1 at the next chunk's start.
+/// kSmallFloorStateScale (tuning.h): after a chunk that decays the state by more at once, the
+/// state it keeps is off by at most 2^-24 of the state before the chunk (where gamma_last
+/// underflows to 0, the floor times the held rows instead of 0). A NaN gamma_last stays NaN in
+/// s. small_rescale_rows brings s back to 1 at the next chunk's start.
 template <int kKeyTiles, bool kScaled = kSmallScaledState>
 __device__ __forceinline__ void small_update_rows(float (&m)[kKeyTiles][4], const SmallTiles& tiles,
                                                   const SmallOperands& op,
@@ -172,13 +173,13 @@ __device__ __forceinline__ void small_update_rows(float (&m)[kKeyTiles][4], cons
   const int c = lane % 4, mi = lane / 8, r = lane % 8;
   float inv = 1.0f;
   if constexpr (kScaled) {
-    scale = fmaxf(scale * op.gamma_last, kSmallFloorStateScale);
+    const float next = scale * op.gamma_last;
+    scale = next < kSmallFloorStateScale ? kSmallFloorStateScale : next;  // (not fmaxf: keeps NaN)
     inv = fast_reciprocal(scale);
   }
   uint32_t whi[4], wlo[4];
   split_a_truncated(delta[0], delta[1], whi, wlo, op.w[2 * c] * inv, op.w[2 * c + 1] * inv,
                     op.w[8 + 2 * c] * inv, op.w[9 + 2 * c] * inv);
-  const float decay = op.gamma_last;
 #pragma unroll
   for (int j2 = 0; j2 < kKeyTiles / 2; ++j2) {
     uint32_t kb[4];
@@ -188,7 +189,7 @@ __device__ __forceinline__ void small_update_rows(float (&m)[kKeyTiles][4], cons
       float(&acc)[4] = m[2 * j2 + jj];
       if constexpr (!kScaled)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) acc[e] *= decay;
+        for (int e = 0; e < 4; ++e) acc[e] *= op.gamma_last;
       mma_bf16(acc, whi, kb[2 * jj], kb[2 * jj + 1]);
       mma_bf16(acc, wlo, kb[2 * jj], kb[2 * jj + 1]);
     }

@@ -76,7 +76,9 @@ struct SmallRoles {
   // phase of each slot, and a wait for parity p passes at once while the barrier is still a
   // phase behind: only the in-order completion of the load warp's copy arrivals, which PTX does
   // not state, would keep it from reading a tile still in flight.
-  static constexpr int kTileSlots = kGates == 2 ? 4 : kSmallTileStages;
+  // The same holds for the scale warps where they wait for the tiles (SMALL_SCALE_QK) in two lanes.
+  static constexpr int kTileSlots =
+      kGates == 2 || (kPhaseBLanes == 2 && kSmallScaleQK) ? 4 : kSmallTileStages;
 };
 
 // Row strides in bf16 (272 B): the eight row addresses of an ldmatrix fall in distinct bank

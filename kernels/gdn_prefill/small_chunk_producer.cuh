@@ -62,8 +62,11 @@ __device__ __forceinline__ float pair_half(uint32_t pair, int h) {
   return __uint_as_float(h & 1 ? pair & 0xffff0000u : pair << 16);
 }
 
-/// Phase A of one chunk (one warp): the gates and their cumulative log2 decay, K K^T and Q K^T on
-/// tensor cores (bf16 inputs, exact products, fp32 sums), and A from K K^T in registers.
+/// Phase A of one chunk (one warp): the gates and their cumulative log2 decay, K K^T and, with
+/// kQueryKeys, Q K^T on tensor cores (bf16 inputs, exact products, fp32 sums), and A from K K^T in
+/// registers. Without kQueryKeys the scale warp computes Q K^T itself (small_query_keys,
+/// SMALL_SCALE_QK) and `out.qk` is left alone.
+template <bool kQueryKeys = true>
 __device__ __forceinline__ void small_gate_products(const SmallTiles& tiles, SmallProducts& out,
                                                     int count, int h, float A_log, float dt_bias,
                                                     int lane) {
@@ -86,14 +89,17 @@ __device__ __forceinline__ void small_gate_products(const SmallTiles& tiles, Sma
   float kk[2][4] = {}, qk[2][4] = {};
 #pragma unroll
   for (int s = 0; s < kHeadSize / 16; ++s) {
-    uint32_t kb[4], ka[4], qa[4];
+    uint32_t kb[4], ka[4];
     ldmatrix_x4(kb, &tiles.k[b_row][16 * s + b_col]);
     ldmatrix_x4(ka, &tiles.k[a_row][16 * s + a_col]);
-    ldmatrix_x4(qa, &tiles.q[a_row][16 * s + a_col]);
     mma_bf16(kk[0], ka, kb[0], kb[1]);
     mma_bf16(kk[1], ka, kb[2], kb[3]);
-    mma_bf16(qk[0], qa, kb[0], kb[1]);
-    mma_bf16(qk[1], qa, kb[2], kb[3]);
+    if constexpr (kQueryKeys) {
+      uint32_t qa[4];
+      ldmatrix_x4(qa, &tiles.q[a_row][16 * s + a_col]);
+      mma_bf16(qk[0], qa, kb[0], kb[1]);
+      mma_bf16(qk[1], qa, kb[2], kb[3]);
+    }
   }
   __syncwarp();  // the gates above, read back below by other lanes
   const int g = lane / 4, c = lane % 4;
@@ -108,7 +114,7 @@ __device__ __forceinline__ void small_gate_products(const SmallTiles& tiles, Sma
         const int i = 8 * nt + 2 * c + e;
         const float decay = fast_exp2(fminf(lg_t - out.log2_decay[i], 0.0f));
         out.a[t][i] = i < t ? beta_t * decay * kk[nt][2 * half + e] : 0.0f;
-        out.qk[t][i] = qk[nt][2 * half + e];
+        if constexpr (kQueryKeys) out.qk[t][i] = qk[nt][2 * half + e];
       }
   }
 }
@@ -144,10 +150,33 @@ __device__ __forceinline__ void small_solve(const SmallProducts& in, SmallSolveS
   }
 }
 
+/// Q K^T of a chunk (one warp) on tensor cores, as the accumulators of two m16n8 tiles: lane
+/// (g, c) holds qk[nt][2 half + e] = q_t . k_i for t = g + 8 half, i = 8 nt + 2 c + e -- the
+/// entries small_scale's B fragments of P' need in that very lane, so nothing moves between lanes.
+/// The scale warp runs it as soon as the chunk's tile lands, beside the gate warp's phase A
+/// (SMALL_SCALE_QK).
+__device__ __forceinline__ void small_query_keys(const SmallTiles& tiles, float (&qk)[2][4],
+                                                 int lane) {
+  const int m = lane / 8, r = lane % 8;  // row addresses as in small_gate_products
+  const int b_row = (m / 2) * 8 + r, b_col = (m % 2) * 8, a_row = (m % 2) * 8 + r, a_col = (m / 2) * 8;
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) qk[nt][e] = 0.0f;
+#pragma unroll
+  for (int s = 0; s < kHeadSize / 16; ++s) {
+    uint32_t kb[4], qa[4];
+    ldmatrix_x4(kb, &tiles.k[b_row][16 * s + b_col]);
+    ldmatrix_x4(qa, &tiles.q[a_row][16 * s + a_col]);
+    mma_bf16(qk[0], qa, kb[0], kb[1]);
+    mma_bf16(qk[1], qa, kb[2], kb[3]);
+  }
+}
+
 /// Phase B's second half (one warp): scale * P' as B fragments, each lane computing its own eight
-/// entries, and the chain's per-token scalings.
-__device__ __forceinline__ void small_scale(const SmallProducts& in, SmallOperands& out,
-                                            float scale, int lane) {
+/// entries from Q K^T in small_query_keys' layout, and the chain's per-token scalings.
+__device__ __forceinline__ void small_scale(const SmallProducts& in, const float (&qk)[2][4],
+                                            SmallOperands& out, float scale, int lane) {
   const int g = lane / 4, c = lane % 4;
 #pragma unroll
   for (int nt = 0; nt < 2; ++nt) {
@@ -158,7 +187,7 @@ __device__ __forceinline__ void small_scale(const SmallProducts& in, SmallOperan
     for (int e = 0; e < 4; ++e) {
       const int i = 2 * c + (e % 2) + 8 * (e / 2);
       const float decay = fast_exp2(fminf(lg_t - in.log2_decay[i], 0.0f));
-      p[e] = i <= t ? scale * decay * in.qk[t][i] : 0.0f;
+      p[e] = i <= t ? scale * decay * qk[e / 2][2 * nt + e % 2] : 0.0f;
     }
     uint32_t hi0, lo0, hi1, lo1;
     split_bf16x2(p[0], p[1], hi0, lo0);
@@ -173,6 +202,20 @@ __device__ __forceinline__ void small_scale(const SmallProducts& in, SmallOperan
     out.w[lane] = fast_exp2(fminf(last - lg, 0.0f));
     if (lane == 0) out.gamma_last = fast_exp2(last);
   }
+}
+
+/// The same with Q K^T from phase A's products (`in.qk`, written where the gate warp computes it).
+__device__ __forceinline__ void small_scale(const SmallProducts& in, SmallOperands& out,
+                                            float scale, int lane) {
+  const int g = lane / 4, c = lane % 4;
+  float qk[2][4];
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+    for (int half = 0; half < 2; ++half)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) qk[nt][2 * half + e] = in.qk[g + 8 * half][8 * nt + 2 * c + e];
+  small_scale(in, qk, out, scale, lane);
 }
 
 }  // namespace khk::gdn_prefill

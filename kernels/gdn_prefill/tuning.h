@@ -17,7 +17,7 @@
     !defined(SMALL_DECOUPLED) || !defined(SMALL_KEY_PARTS) || \
     !defined(SMALL_SPLIT_GATES) || !defined(SMALL_SPLIT_PHASE_B) || \
     !defined(SMALL_KEY_SPLIT_MAX_CTAS) || !defined(SMALL_EARLY_START) || \
-    !defined(SMALL_SCALED_STATE)
+    !defined(SMALL_SCALED_STATE) || !defined(SMALL_SCALE_QK)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
 
@@ -85,6 +85,16 @@ constexpr bool kSmallSplitPhaseB = SMALL_SPLIT_PHASE_B != 0;
 // and the chain step): this takes one round trip off it (about 0.5-1 us of a ~5 us start on one
 // H200 with the L2 flushed, if the round trips measured elsewhere hold here; not yet measured).
 constexpr bool kSmallEarlyStart = SMALL_EARLY_START != 0;
+// In the decoupled CTAs (plain, key-split, persistent, the map pass) the scale warp computes a
+// chunk's Q K^T itself as soon as the chunk's tile lands (1; small_query_keys), beside the gate
+// warp's phase A, which keeps K K^T, A and the gates; or the gate warp computes both (0). Phase A
+// is on the critical path of every small call's fill (about 1 us of one warp's serial work before
+// the first chain step; ROOFLINE.md "Where issue 10's 5 us stands") and, in a wide CTA, its MMAs
+// share one sub-partition's tensor pipe with two chain warps; the scale warp's P' needs Q K^T in
+// the very fragments the product leaves in each lane, so it costs no exchange. The scale warp
+// then also waits for the tile (with two phase-B lanes the tile ring has an even number of slots:
+// small_chunk_layout.h).
+constexpr bool kSmallScaleQK = SMALL_SCALE_QK != 0;
 // The small-chunk chain holds its state rows as M / s with the warp-uniform scalar s beside them
 // (SMALL_SCALED_STATE = b > 0; small_chunk_chain.cuh, small_update_rows), so that a chunk's decay
 // multiplies s instead of the 64 accumulators of each lane (about a tenth of a chain step's
@@ -94,18 +104,20 @@ constexpr bool kSmallEarlyStart = SMALL_EARLY_START != 0;
 // new s, and the rows are multiplied by s once when stored. Where s has fallen below 2^-b the
 // chain multiplies the rows by it at the next chunk's start and starts again from s = 1 (a branch
 // there, not between the update's operands and its MMAs, where a first form lost 3 % on the
-// narrow CTAs), so the held rows stay within 2^b of the state's magnitude: at b = 32, fp32's
-// range for any state below ~1e28. The key-split narrow CTAs' chain (small_chunk_chain_split.cuh)
+// narrow CTAs), so at a chunk's start the held rows are within 2^b of the state's magnitude
+// (within the chunk, 2^(b + 24): below). The key-split narrow CTAs' chain (small_chunk_chain_split.cuh)
 // keeps its rows unscaled: a part multiplies only half the keys' rows, and there the scaled form
 // lost 2 % on one H200. 0: the rows themselves each chunk everywhere (the library's form before).
 // The emulation tests also run b = 1, where the rescale comes every few chunks.
 constexpr bool kSmallScaledState = SMALL_SCALED_STATE > 0;
 constexpr float kSmallMinStateScale =
     kSmallScaledState ? 1.0f / static_cast<float>(1ull << SMALL_SCALED_STATE) : 0.0f;
-// ... and a chunk's new s is kept at least 2^-32 below that bound (2^-64 at b = 32), so that w / s
-// stays finite after a chunk that decays the state to almost nothing at once: the state it keeps
-// is then off by at most 2^-32 of the held rows' magnitude (which is at most 2^b of its own).
-constexpr float kSmallFloorStateScale = kSmallMinStateScale / static_cast<float>(1ull << 32);
+// ... and a chunk's new s is kept at least 2^-24 below that bound (2^-56 at b = 32), so that w / s
+// stays finite after a chunk that decays the state to almost nothing at once. The state such a
+// chunk keeps is then off by at most 2^-24 of the state before it (fp32's own rounding), and
+// until the next chunk's rescale the held rows are at most 2^(b + 24) times the state: fp32's
+// range for states below ~4.7e21 at b = 32 (a floor of 2^-(b + 32) would allow only ~1.8e19).
+constexpr float kSmallFloorStateScale = kSmallMinStateScale / static_cast<float>(1ull << 24);
 // The small-chunk route in context-parallel groups (route_small_chunk_cp.cuh: a map pass, an fp32
 // scan and a correction, 8 chain warps and four producers per CTA) where the workspace holds the
 // groups' matrices and per-token partials: in the most groups per sequence, from 2 to
@@ -263,7 +275,9 @@ static_assert(kSmallCpMinGroups >= 2, "SMALL_CP_MIN_GROUPS: 2 or more");
 static_assert(kSmallCpOverlapMinSeqs >= 1, "SMALL_CP_OVERLAP_MIN_SEQS: 1 or more");
 static_assert(kSmallCpLongGroupTokens >= 0, "SMALL_CP_LONG_GROUP_TOKENS: 0 or more");
 static_assert(kSmallCpLongMinGroups >= 2, "SMALL_CP_LONG_MIN_GROUPS: 2 or more");
-static_assert(SMALL_SCALED_STATE >= 0 && SMALL_SCALED_STATE <= 60, "SMALL_SCALED_STATE: 0 to 60");
+static_assert(SMALL_SCALE_QK == 0 || SMALL_SCALE_QK == 1, "SMALL_SCALE_QK: 0 or 1");
+// Above 32 the held rows' bound 2^(b + 24) leaves too little of fp32's range for the state.
+static_assert(SMALL_SCALED_STATE >= 0 && SMALL_SCALED_STATE <= 32, "SMALL_SCALED_STATE: 0 to 32");
 static_assert(kSmallCpCtas >= 1 && kSmallCpGroupTokens >= 1,
               "SMALL_CP_CTAS and SMALL_CP_GROUP_TOKENS: 1 or more");
 static_assert(kSerialMaxTokens >= 0, "SERIAL_MAX_TOKENS: 0 or more");
