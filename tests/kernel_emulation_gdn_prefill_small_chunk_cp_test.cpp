@@ -94,9 +94,40 @@ TEST(SmallChunkContextParallel, GroupTokensCoverTheSequenceInOrder) {
     }
 }
 
+#if defined(SMALL_CP_STAGGER)  // a folder whose groups grow (tuning.h)
+TEST(SmallChunkContextParallel, GroupsGrowByTheStaggerAndTheLastIsTheLongest) {
+  // Each group SMALL_CP_STAGGER chunks longer than the one before (one more for the last few,
+  // where the chunks do not divide evenly), less stagger where the sequence is too short; so the
+  // last group is the longest, and no group of any sequence of a call is longer than the bound the
+  // correction's grid is sized by.
+  const std::int64_t d = gp::kSmallCpStaggerChunks;
+  for (const std::int64_t total : {1, 40, 300, 2107, 5709, 20000})
+    for (const int groups : {2, 4, 8, 16}) {
+      const std::int64_t bound = gp::longest_group_tokens(total, groups);
+      for (const std::int64_t length : {total, total - 1, total / 2 + 7, total / 3, std::int64_t{17}}) {
+        if (length < 0 || length > total) continue;
+        const std::int64_t chunks = (length + gp::kSmallChunk - 1) / gp::kSmallChunk;
+        const std::int64_t steps = std::int64_t{groups} * (groups - 1) / 2;
+        const std::int64_t full = d * steps <= chunks ? d : chunks / steps;  // the stagger it gets
+        std::int64_t before = -1;
+        for (int g = 0; g < groups; ++g) {
+          const gp::GroupTokens t = gp::group_tokens(length, groups, g);
+          const std::int64_t c = (t.count + gp::kSmallChunk - 1) / gp::kSmallChunk;
+          EXPECT_LE(t.count, bound) << length << " of " << total << ", group " << g;
+          if (before >= 0) {
+            EXPECT_GE(c - before, full) << length << " tokens, group " << g << " of " << groups;
+            EXPECT_LE(c - before, full + 1) << length << " tokens, group " << g << " of " << groups;
+          }
+          before = c;
+        }
+      }
+    }
+}
+#endif
+
 TEST(SmallChunkContextParallel, MatchesTheReferenceAcrossGroups) {
-  // 19 chunks in 3 groups (7, 7, 5 chunks, the last partial); 5 groups of one sequence of three
-  // chunks (groups 3 and 4 empty: identity maps, zero local states).
+  // 19 chunks in 3 groups (the last partial; at a stagger of 2, 4, 6 and 9 chunks); 5 groups of
+  // one sequence of three chunks (two groups empty: identity maps, zero local states).
   expect_matches_reference(prefill_workload("three-groups", 300, 1), 3, "", 0);
   expect_matches_reference(prefill_workload("empty-groups", 40, 1), 5, "", 1);
   expect_matches_reference(prefill_workload("two-seqs", 230, 2), 4, "", 2);
