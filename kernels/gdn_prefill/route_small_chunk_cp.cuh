@@ -8,11 +8,15 @@
 //      outputs from zero as fp32 partials) and, in other CTAs, from the identity without values
 //      (A_g, one row of the map per state row; its outputs are the queries through the map);
 //   2. the scan (small_chunk_scan.cuh): E_{g+1} = E_g A_g + B_g, on tensor cores with fp32
-//      sums, E_groups into new_state, in clusters of CTAs that share blocks of rows;
+//      sums, E_groups into new_state, in clusters of CTAs that share blocks of rows; launched
+//      while the map pass runs, each step waiting for its group's walks (`walk_done`), which end
+//      one after another where the groups grow (SMALL_CP_STAGGER);
 //   3. the correction (small_chunk_correct.cuh): groups 1 .. groups - 1 get their outputs as
 //      partial + E_g qmap, one product per (sequence, head, group) on all SMs at once,
 //      launched while the scan runs (tuning.h), each group waiting for its entry state.
-// So the critical path is one group's walk, the scan and the last group's correction; the walks
+// So the critical path is the last group's walk, the scan's last step and the last group's
+// correction, where the stagger matches the scan's step, else one group's walk and the whole
+// scan; the walks
 // are the plain route's (route_small_chunk.cuh; decoupled where SMALL_DECOUPLED asks:
 // route_small_chunk_decoupled.cuh), so the arithmetic per chunk is the same; the
 // state leaves fp32 only in the scan's split products (about 2^-21 relative per term).
@@ -73,24 +77,33 @@ __global__ void __launch_bounds__(SmallRoles<kRowWarps, kProducers>::kThreads)
     walk.partial = space.qmap() + (walk.begin * kVHeads + walk.h) * kHeadSize;
     walk.exit = space.map(head, group - 1);  // A_group
   }
+  // This walk's flag is zeroed before the scan and the correction may launch (the dependents
+  // of this grid launch once every CTA has passed launch_dependents below, after this fence).
+  static_assert(Roles::kTilesPerHead == 1, "one CTA per walk: its flag is the CTA's");
+  int* done = space.walk_done(head, index);
+  if (threadIdx.x == 0) {
+    *done = 0;
+    gpu_fence();  // (and walk 0's zero of `ready` above)
+  }
   SmallSmem& s = *reinterpret_cast<SmallSmem*>(smem);
   if constexpr (kSmallDecoupled && kProducers == 4) {  // route_small_chunk_decoupled.cuh
-    if (index == 0) {
-      small_ring_start<kRowWarps, false>(s);
-      small_chunk_walk_decoupled<kRowWarps, true>(args, walk, s);
-    } else if (index < space.groups) {
-      small_ring_start<kRowWarps, false>(s);
+    if (index < space.groups) small_ring_start<kRowWarps, false>(s);
+    else small_ring_start<kRowWarps, true>(s);
+    launch_dependents();  // past the CTA barrier, so after thread 0's zero and fence
+    if (index == 0) small_chunk_walk_decoupled<kRowWarps, true>(args, walk, s);
+    else if (index < space.groups)
       small_chunk_walk_decoupled<kRowWarps, true, false, float>(args, walk, s);
-    } else {
-      small_ring_start<kRowWarps, true>(s);
-      small_chunk_walk_decoupled<kRowWarps, true, true, float>(args, walk, s);
-    }
+    else small_chunk_walk_decoupled<kRowWarps, true, true, float>(args, walk, s);
   } else {
+    __syncthreads();
+    launch_dependents();
     if (index == 0) small_chunk_walk<kRowWarps, kProducers, true>(args, walk, s);
     else if (index < space.groups)
       small_chunk_walk<kRowWarps, kProducers, true, false, float>(args, walk, s);
     else small_chunk_walk<kRowWarps, kProducers, true, true, float>(args, walk, s);
   }
+  __syncthreads();  // every warp's rows and outputs stored
+  if (threadIdx.x == 0) ready_signal(done);
 }
 
 #if defined(__CUDACC__)  // a host build (the tests' CTA emulator) runs the kernel bodies itself
@@ -118,9 +131,20 @@ cudaError_t launch_small_chunk_cp(const PrefillArgs& args, float* workspace, int
   if (map_ctas > 0x7fffffff || correct_ctas > 0x7fffffff) return cudaErrorInvalidConfiguration;
   small_cp_map_kernel<kRowWarps, kProducers>
       <<<static_cast<unsigned>(map_ctas), Roles::kThreads, bytes, stream>>>(args, space);
-  small_cp_scan_kernel<<<static_cast<unsigned>(heads * kScanCtasPerHead), kScanThreadsPerCta,
-                         scan_bytes, stream>>>(space, args.new_state);
-  if (correct_ctas == 0) return cudaGetLastError();
+  // The scan launched while the map pass runs, each step waiting for its group's walks.
+  cudaLaunchAttribute early{};
+  early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  early.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t scan{};
+  scan.gridDim = dim3(static_cast<unsigned>(heads * kScanCtasPerHead));
+  scan.blockDim = dim3(kScanThreadsPerCta);
+  scan.dynamicSmemBytes = scan_bytes;
+  scan.stream = stream;
+  scan.attrs = &early;
+  scan.numAttrs = 1;
+  if (e = cudaGetLastError(); e != cudaSuccess) return e;
+  e = cudaLaunchKernelEx(&scan, small_cp_scan_kernel, space, args.new_state);
+  if (e != cudaSuccess || correct_ctas == 0) return e;
   // From kSmallCpOverlapMinSeqs sequences (tuning.h) launched while the scan runs, its CTAs
   // waiting for their group's entry state on `ready`; else after it.
   cudaLaunchConfig_t correct{};
@@ -128,12 +152,8 @@ cudaError_t launch_small_chunk_cp(const PrefillArgs& args, float* workspace, int
   correct.blockDim = dim3(kCorrectThreads);
   correct.dynamicSmemBytes = correct_bytes;
   correct.stream = stream;
-  cudaLaunchAttribute early{};
-  early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  early.val.programmaticStreamSerializationAllowed = 1;
   correct.attrs = &early;
   correct.numAttrs = args.num_seqs >= kSmallCpOverlapMinSeqs ? 1 : 0;
-  if (e = cudaGetLastError(); e != cudaSuccess) return e;
   return cudaLaunchKernelEx(&correct, small_cp_correct_kernel, args, space, tiles);
 }
 #endif

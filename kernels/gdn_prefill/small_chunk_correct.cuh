@@ -29,17 +29,16 @@ struct SmallCorrectSmem {
 };
 
 /// CTAs per (sequence, head, group) for a call of `total_tokens` in `groups` groups: enough
-/// for the longest group any sequence can have (the host does not know the lengths), group 0 of
-/// one sequence of all the tokens.
+/// for the longest group any sequence can have (longest_group_tokens).
 __host__ __device__ inline int64_t small_correct_tiles(int64_t total_tokens, int groups) {
-  const int64_t longest = group_tokens(total_tokens, groups, 0).count;
-  return (longest + kCorrectTokens - 1) / kCorrectTokens;
+  return (longest_group_tokens(total_tokens, groups) + kCorrectTokens - 1) / kCorrectTokens;
 }
 
 /// CTA (group 1 .. groups - 1, head, tile), tile fastest and group slowest: where the kernel
 /// starts while the scan runs (programmatic dependent launch) the early groups' entry states are
-/// the first ready, so their CTAs come first; a CTA of group g >= 2 waits on the (sequence,
-/// head)'s `ready` counter for E_g (group 1's E_1 is the map pass's).
+/// the first ready, so their CTAs come first; a CTA of group g waits for its group's two walks
+/// (the scan itself may start while the map pass runs), for group 0's walk where g = 1 (E_1 is its
+/// exit) and on the (sequence, head)'s `ready` counter for E_g where g >= 2.
 __global__ void __launch_bounds__(kCorrectThreads)
     small_cp_correct_kernel(PrefillArgs args, SmallGroupSpace space, int64_t tiles) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -60,10 +59,13 @@ __global__ void __launch_bounds__(kCorrectThreads)
 
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int g = lane / 4, c = lane % 4, mi = lane / 8, r = lane % 8;
-  if (group >= 2) {
-    if (threadIdx.x == 0) ready_wait(space.ready(head), kScanCtasPerHead * (group - 1));
-    __syncthreads();
+  if (threadIdx.x == 0) {
+    ready_wait(space.walk_done(head, space.zero_walk(group)), 1);
+    ready_wait(space.walk_done(head, space.identity_walk(group)), 1);
+    if (group == 1) ready_wait(space.walk_done(head, space.zero_walk(0)), 1);
+    else ready_wait(space.ready(head), kScanCtasPerHead * (group - 1));
   }
+  __syncthreads();
   const int row0 = 16 * warp;
   uint32_t ehi[kHeadSize / 16][4], elo[kHeadSize / 16][4];  // E_g's A fragments, per key step
   {

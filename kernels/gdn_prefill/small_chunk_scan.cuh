@@ -13,10 +13,12 @@
 // a block of rows, each reading only its kScanCols columns of each map (each map read
 // kHeadSize / kScanRowsPerCta times per head instead of 16), and after each step every CTA stores
 // its columns of E_{g+1} into every CTA's copy of the rows (distributed shared memory), one
-// cluster barrier per step. The map columns stream through shared memory by cp.async,
-// kScanStages - 1 maps ahead; a step's B block is loaded a step ahead into registers. Each CTA
-// counts its block of every E_g but the last on the (sequence, head)'s `ready` counter, for the
-// correction where it runs beside the scan.
+// cluster barrier per step. The map columns stream through shared memory by cp.async, up to
+// kScanStages - 1 maps ahead of the step as far as their groups' walks are done (the scan starts
+// while the map pass runs, and where the groups grow the later ones are still walking: each
+// step waits only for its own group's walks, `walk_done`); a step's B block is loaded into
+// registers at its start, used at its end. Each CTA counts its block of every E_g but the last on
+// the (sequence, head)'s `ready` counter, for the correction where it runs beside the scan.
 #pragma once
 
 #include "cluster_exchange.cuh"  // cluster_sync, store_to_cluster
@@ -51,35 +53,36 @@ struct SmallScanSmem {
   float a[kScanStages][kHeadSize][kScanAStride];  // the CTA's columns of the maps, in a ring
   float e[2][kScanRowsPerCta][kScanEStride];      // the rows of E_g, then of E_{g+1}
   float4 partial[kScanKSplit - 1][kScanTileWarps][kScanWarpNTiles][32];  // other keys' sums
+  int avail;  // groups 1 .. avail whose walks are known done (thread 0's word to the CTA)
 };
 
-/// Requests the CTA's columns [col0, col0 + kScanCols) of map `step` (if there is one); one
-/// commit group either way.
-__device__ __forceinline__ void scan_request_map(const SmallGroupSpace& space, int64_t head,
-                                                 int step, int steps, int col0,
-                                                 SmallScanSmem& s) {
-  if (step < steps) {
-    const float* from = space.map(head, step) + col0;
-    float(&to)[kHeadSize][kScanAStride] = s.a[step % kScanStages];
-    constexpr int kPiecesPerRow = kScanCols / 4;
-    for (int u = static_cast<int>(threadIdx.x); u < kHeadSize * kPiecesPerRow;
-         u += kScanThreadsPerCta) {
-      const int k = u / kPiecesPerRow, piece = u % kPiecesPerRow;
-      copy_16b_async(&to[k][4 * piece], from + k * kHeadSize + 4 * piece, true);
-    }
+/// Requests the CTA's columns [col0, col0 + kScanCols) of map m (A_{m+1}); one commit group.
+__device__ __forceinline__ void scan_request_map(const SmallGroupSpace& space, int64_t head, int m,
+                                                 int col0, SmallScanSmem& s) {
+  const float* from = space.map(head, m) + col0;
+  float(&to)[kHeadSize][kScanAStride] = s.a[m % kScanStages];
+  constexpr int kPiecesPerRow = kScanCols / 4;
+  for (int u = static_cast<int>(threadIdx.x); u < kHeadSize * kPiecesPerRow;
+       u += kScanThreadsPerCta) {
+    const int k = u / kPiecesPerRow, piece = u % kPiecesPerRow;
+    copy_16b_async(&to[k][4 * piece], from + k * kHeadSize + 4 * piece, true);
   }
   copy_commit();
+}
+
+/// Waits until group g >= 1's two walks (B_g's from zero, A_g's from the identity) are done.
+__device__ __forceinline__ void scan_group_wait(const SmallGroupSpace& space, int64_t head, int g) {
+  ready_wait(space.walk_done(head, space.zero_walk(g)), 1);
+  ready_wait(space.walk_done(head, space.identity_walk(g)), 1);
 }
 
 __global__ void KHK_CLUSTER_DIMS(kScanCluster) __launch_bounds__(kScanThreadsPerCta, 1)
     small_cp_scan_kernel(SmallGroupSpace space, float* new_state) {
   extern __shared__ __align__(16) unsigned char smem[];
   SmallScanSmem& s = *reinterpret_cast<SmallScanSmem*>(smem);
-#if defined(__CUDACC__)
   // The correction may launch now where it is a programmatic dependent launch: it waits on
   // `ready` for each group's entry state, not for this grid's end.
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
+  launch_dependents();
   const int64_t head = blockIdx.x / kScanCtasPerHead;
   const int in_head = static_cast<int>(blockIdx.x % kScanCtasPerHead);
   const int rank = in_head % kScanCluster;  // a 1-D cluster of consecutive CTAs
@@ -95,8 +98,25 @@ __global__ void KHK_CLUSTER_DIMS(kScanCluster) __launch_bounds__(kScanThreadsPer
   };
   const int steps = space.groups - 1;
 
-  for (int step = 0; step + 1 < kScanStages; ++step)
-    scan_request_map(space, head, step, steps, col0, s);
+  // This grid may run beside the map pass (route_small_chunk_cp.cuh): step s needs group s + 1's
+  // walks (A_{s+1}, B_{s+1}), so the CTA waits for groups 0 and 1, and asks for the later
+  // groups' maps as soon as their walks are seen done (polled once a step, one group at a time),
+  // as far ahead as the ring of maps reaches.
+  if (tid == 0) {
+    ready_wait(space.walk_done(head, space.zero_walk(0)), 1);  // E_1
+    scan_group_wait(space, head, 1);
+    int avail = 1;
+    while (avail < steps && avail + 1 < kScanStages &&
+           ready_seen(space.walk_done(head, space.zero_walk(avail + 1)), 1) &&
+           ready_seen(space.walk_done(head, space.identity_walk(avail + 1)), 1))
+      ++avail;
+    if (avail > 1) gpu_fence();  // what the relaxed reads saw, ordered before later reads
+    s.avail = avail;
+  }
+  __syncthreads();
+  int avail = s.avail, requested = 0;  // maps asked for: 0 .. requested - 1
+  while (requested < avail && requested + 1 < kScanStages)
+    scan_request_map(space, head, requested++, col0, s);
   {  // E_1's rows, all columns, into this CTA's copy
     const float* e1 = space.exit(head, 0) + row0 * kHeadSize;
     for (int u = tid; u < kScanRowsPerCta * kHeadSize / 4; u += kScanThreadsPerCta) {
@@ -105,25 +125,41 @@ __global__ void KHK_CLUSTER_DIMS(kScanCluster) __launch_bounds__(kScanThreadsPer
           *reinterpret_cast<const float4*>(e1 + row * kHeadSize + col);
     }
   }
-  // The thread's accumulator elements: rows m0 + g (+ 8), columns n0(j) + 2c (+ 1); B_g's
-  // pairs at the same places, a step ahead.
+  // The thread's accumulator elements: rows m0 + g (+ 8), columns n0(j) + 2c (+ 1).
   const auto at = [&](int j, int half) {
     return (row0 + m0 + g + 8 * half) * kHeadSize + col0 + n0(j) + 2 * c;
   };
-  float2 b[kScanWarpNTiles][2];
-  if (split == 0) {  // only the first key share's warps finish E_{g+1}
-    const float* b1 = space.exit(head, 1);
-#pragma unroll
-    for (int j = 0; j < kScanWarpNTiles; ++j)
-#pragma unroll
-      for (int half = 0; half < 2; ++half)
-        b[j][half] = *reinterpret_cast<const float2*>(b1 + at(j, half));
-  }
-  copy_wait<kScanStages - 2>();  // map 0 (this thread's pieces)
-  cluster_sync();                // every thread's pieces; the CTAs of the cluster all running
+  cluster_sync();  // E_1 in shared memory; the CTAs of the cluster all running
 
   for (int step = 0; step < steps; ++step) {
-    scan_request_map(space, head, step + kScanStages - 1, steps, col0, s);
+    if (avail < step + 1) {  // group step + 1 not seen done yet: wait for it
+      if (tid == 0) scan_group_wait(space, head, step + 1);
+      avail = step + 1;
+      __syncthreads();
+    }
+    while (requested < avail && requested < step + kScanStages)
+      scan_request_map(space, head, requested++, col0, s);
+    float2 b[kScanWarpNTiles][2];  // B_{step+1} at the accumulator's places, for the finish
+    if (split == 0) {  // only the first key share's warps finish E_{g+1}
+      const float* from = space.exit(head, step + 1);
+#pragma unroll
+      for (int j = 0; j < kScanWarpNTiles; ++j)
+#pragma unroll
+        for (int half = 0; half < 2; ++half)
+          b[j][half] = *reinterpret_cast<const float2*>(from + at(j, half));
+    }
+    // Map `step` landed (this thread's pieces): at most requested - step - 1 later ones in flight.
+    const int later = requested - step - 1;
+    if (later >= 2) copy_wait<2>();
+    else if (later == 1) copy_wait<1>();
+    else copy_wait<0>();
+    __syncthreads();  // every thread's pieces
+    // The next group's flags, read now and looked at after the products.
+    int seen_zero = 0, seen_identity = 0;
+    if (tid == 0 && avail < steps) {
+      seen_zero = ready_seen(space.walk_done(head, space.zero_walk(avail + 1)), 1);
+      seen_identity = ready_seen(space.walk_done(head, space.identity_walk(avail + 1)), 1);
+    }
     const float(&a)[kHeadSize][kScanAStride] = s.a[step % kScanStages];
     const float(&e)[kScanRowsPerCta][kScanEStride] = s.e[step & 1];
     // Six accumulators per tile (the three products, even and odd key steps): independent
@@ -177,7 +213,6 @@ __global__ void KHK_CLUSTER_DIMS(kScanCluster) __launch_bounds__(kScanThreadsPer
     const bool more = step + 1 < steps;
     if (split == 0) {
       float* out = more ? space.exit(head, step + 1) : new_state + head * kStateFloats;
-      const float* next_b = more ? space.exit(head, step + 2) : nullptr;
 #pragma unroll
       for (int j = 0; j < kScanWarpNTiles; ++j)
 #pragma unroll
@@ -188,14 +223,18 @@ __global__ void KHK_CLUSTER_DIMS(kScanCluster) __launch_bounds__(kScanThreadsPer
           if (more) {
             float* to = &s.e[(step + 1) & 1][m0 + g + 8 * half][col0 + n0(j) + 2 * c];
             for (int cta = 0; cta < kScanCluster; ++cta) store_to_cluster(to, cta, x);
-            b[j][half] = *reinterpret_cast<const float2*>(next_b + at(j, half));
           }
         }
     }
     if (!more) break;  // no CTA stores into another's shared memory after this
-    copy_wait<kScanStages - 2>();  // map step + 1 (this thread's pieces)
-    cluster_sync();  // E_{g+1} whole in every CTA, map step + 1 landed, E_g and map step read
+    if (tid == 0) {
+      const bool seen = seen_zero && seen_identity;
+      if (seen) gpu_fence();  // what the relaxed reads saw, ordered before later reads
+      s.avail = avail + seen;
+    }
+    cluster_sync();  // E_{g+1} whole in every CTA, E_g and map step read, s.avail written
     if (tid == 0) ready_signal(space.ready(head));  // this CTA's block of E_{g+1} is stored
+    avail = s.avail;
   }
 }
 

@@ -17,7 +17,7 @@
     !defined(SMALL_DECOUPLED) || !defined(SMALL_KEY_PARTS) || \
     !defined(SMALL_SPLIT_GATES) || !defined(SMALL_SPLIT_PHASE_B) || \
     !defined(SMALL_KEY_SPLIT_MAX_CTAS) || !defined(SMALL_EARLY_START) || \
-    !defined(SMALL_SCALED_STATE) || !defined(SMALL_SCALE_QK)
+    !defined(SMALL_SCALED_STATE) || !defined(SMALL_SCALE_QK) || !defined(SMALL_CP_STAGGER)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
 
@@ -140,6 +140,17 @@ constexpr int kSmallCpMinGroups = SMALL_CP_MIN_GROUPS;
 // cluster scan it gains there too (one H200: 1377 x 1 and 2107 x 1 1.19x faster overall at 1,
 // 1.06x at 2; bench/results/2026-12-04_gdn_prefill_cluster_scan_h200.json).
 constexpr long long kSmallCpOverlapMinSeqs = SMALL_CP_OVERLAP_MIN_SEQS;
+// The groups of a sequence grow by this many chunks each, the first shortest (0: as equal as whole
+// chunks allow; small_chunk_groups.h, group_tokens), and the scan starts while the map pass runs
+// (a programmatic dependent launch), taking each group's matrices as soon as its walks are done
+// (per-walk flags). With equal groups every walk ends at once and the scan's groups - 1 dependent
+// steps (about 3 us each) all follow the map pass; when group g + 1 ends about one scan step after
+// group g, step g runs while the later groups still walk, and the call ends about one step after
+// the last group instead of groups - 1 steps after all of them. The stagger that matches is the
+// scan step over the wide CTA's chain step (about 1.9 us per 16-token chunk in the map pass on one
+// H100). A sequence too short for the whole stagger gets as much of it as keeps the first group
+// non-empty.
+constexpr int kSmallCpStaggerChunks = SMALL_CP_STAGGER;
 // ... or from kSmallCpLongMinGroups groups when they average at least kSmallCpLongGroupTokens
 // tokens: long groups pay the fill and the scan step back (with the finish pass, 2 sequences in
 // 5 groups on one H200: 5709 tokens 231 -> 191 us, 3271 tokens 132 -> 122, while 2040 tokens,
@@ -276,6 +287,7 @@ static_assert(kSmallCpOverlapMinSeqs >= 1, "SMALL_CP_OVERLAP_MIN_SEQS: 1 or more
 static_assert(kSmallCpLongGroupTokens >= 0, "SMALL_CP_LONG_GROUP_TOKENS: 0 or more");
 static_assert(kSmallCpLongMinGroups >= 2, "SMALL_CP_LONG_MIN_GROUPS: 2 or more");
 static_assert(SMALL_SCALE_QK == 0 || SMALL_SCALE_QK == 1, "SMALL_SCALE_QK: 0 or 1");
+static_assert(kSmallCpStaggerChunks >= 0 && kSmallCpStaggerChunks <= 16, "SMALL_CP_STAGGER: 0 to 16");
 // Above 32 the held rows' bound 2^(b + 24) leaves too little of fp32's range for the state.
 static_assert(SMALL_SCALED_STATE >= 0 && SMALL_SCALED_STATE <= 32, "SMALL_SCALED_STATE: 0 to 32");
 static_assert(kSmallCpCtas >= 1 && kSmallCpGroupTokens >= 1,
