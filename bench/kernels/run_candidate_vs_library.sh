@@ -13,7 +13,8 @@
 # The store (OUT/store) keeps the results; its blobs are dropped at the end to keep OUT small.
 #
 # Usage: bench/kernels/run_candidate_vs_library.sh OUT_DIR CANDIDATE_DIR [NAME=value,NAME=value ...]
-#   KH_TRIALS correctness trials (default 3); KH_SWEEP_ARGS extra kh sweep arguments.
+#   KH_TRIALS correctness trials (default 3; 0 skips step 1, for knob sweeps of a copy of the
+#   library entry, which its promotion already checked); KH_SWEEP_ARGS extra kh sweep arguments.
 set -u
 # A fresh store: only this run's candidates in kh history, the compares and the report (with the
 # memory/ bundles imported, every candidate ever stored came along, with its old results).
@@ -30,7 +31,8 @@ library=$(grep -l "^definition *= *\"$def\"" kernels/*/candidate.toml | head -1 
 [ -n "$def" ] && [ -n "$library" ] ||
   { echo "$cand/candidate.toml: no definition, or no kernels/*/ of definition \"$def\"" >&2; exit 2; }
 
-"$(dirname "$0")/run_correctness.sh" "$out/correctness" "$cand" "${KH_TRIALS:-3}"
+[ "${KH_TRIALS:-3}" = 0 ] ||
+  "$(dirname "$0")/run_correctness.sh" "$out/correctness" "$cand" "${KH_TRIALS:-3}"
 
 cands=("$library" "$cand")
 for knobs in "$@"; do cands+=("$cand@$knobs"); done
