@@ -2,8 +2,7 @@
 // (kernels/gdn_prefill/route_small_chunk_cp.cuh): its map pass, scan and correction, CUDA kernel
 // bodies compiled for the host and run by the CTA emulator one grid after another (as the
 // stream orders them), against the fp64 CPU reference at the official tolerance: groups of
-// whole and partial chunks, more groups than a sequence has chunks (empty trailing groups), the
-// call's groups shared among sequences of different lengths (an odd total among three), empty
+// whole and partial chunks, more groups than a sequence has chunks (empty trailing groups), empty
 // sequences with an initial state, every adversarial variant, the in-place state update, tokens
 // outside every sequence, and both thread orders bit for bit.
 #include "cuda_on_host.h"  // first: the builtins the kernel body uses
@@ -46,31 +45,9 @@ void run_grid(std::int64_t ctas, int threads, std::size_t smem_bytes, CtaEmulato
     emulator.run([&](test::EmulatedCta&) { body(); }, cta);
 }
 
-#if defined(SMALL_CP_BALANCE)  // the call's groups shared by length (tuning.h)
-/// The route's three launches, `groups` per sequence (the call's total is that many times the
-/// sequences, plus `extra`), on a workspace poisoned with NaN (a matrix read before it is written
-/// fails the check).
-void run_cp(const gp::PrefillArgs& args, int groups, CtaEmulator::Order order, int extra = 0) {
-  const int total = groups * static_cast<int>(args.num_seqs) + extra;
-  std::vector<float> workspace(gp::SmallGroupSpace::floats(args.num_seqs, total, args.total_tokens),
-                               std::numeric_limits<float>::quiet_NaN());
-  const gp::SmallGroupSpace space{workspace.data(), total, args.num_seqs, args.total_tokens,
-                                  args.cu_seqlens};
-  run_grid(gp::small_cp_map_ctas(args.num_seqs, total), Roles::kThreads, sizeof(gp::SmallSmem),
-           order, [&] { gp::small_cp_map_kernel<kRowWarps, kProducers>(args, space); });
-  run_grid(args.num_seqs * gp::kVHeads * gp::kScanCtasPerHead, gp::kScanThreadsPerCta,
-           sizeof(gp::SmallScanSmem), order,
-           [&] { gp::small_cp_scan_kernel(space, args.new_state); });
-  const std::int64_t tiles = gp::small_correct_tiles(args.total_tokens, args.num_seqs, total);
-  run_grid(gp::small_cp_correct_ctas(args.total_tokens, args.num_seqs, total),
-           gp::kCorrectThreads, sizeof(gp::SmallCorrectSmem), order,
-           [&] { gp::small_cp_correct_kernel(args, space, tiles); });
-}
-#else  // a folder before SMALL_CP_BALANCE (the library until a promotion brings it)
 /// The route's three launches in `groups` groups, on a workspace poisoned with NaN (a matrix
 /// read before it is written fails the check).
-void run_cp(const gp::PrefillArgs& args, int groups, CtaEmulator::Order order, int extra = 0) {
-  EXPECT_EQ(extra, 0) << "a folder before SMALL_CP_BALANCE has the same count per sequence";
+void run_cp(const gp::PrefillArgs& args, int groups, CtaEmulator::Order order) {
   const std::int64_t heads = args.num_seqs * gp::kVHeads;
   std::vector<float> workspace(
       gp::SmallGroupSpace::floats(args.num_seqs, groups, args.total_tokens),
@@ -86,21 +63,19 @@ void run_cp(const gp::PrefillArgs& args, int groups, CtaEmulator::Order order, i
   run_grid(heads * (groups - 1) * tiles, gp::kCorrectThreads, sizeof(gp::SmallCorrectSmem), order,
            [&] { gp::small_cp_correct_kernel(args, space, tiles); });
 }
-#endif
 
-OutputSet run_cp_call(const Call& c, int groups, CtaEmulator::Order order, int extra = 0) {
+OutputSet run_cp_call(const Call& c, int groups, CtaEmulator::Order order) {
   OutputSet out = test::poisoned_outputs(c);
-  run_cp(test::prefill_args(c.inputs, out), groups, order, extra);
+  run_cp(test::prefill_args(c.inputs, out), groups, order);
   return out;
 }
 
 void expect_matches_reference(const Workload& w, int groups, const std::string& variant = "",
-                              std::int64_t trial = 0, int extra = 0) {
-  SCOPED_TRACE("workload " + w.uuid + " in " + std::to_string(groups) + " groups per sequence" +
-               " and " + std::to_string(extra) + " more" +
+                              std::int64_t trial = 0) {
+  SCOPED_TRACE("workload " + w.uuid + " in " + std::to_string(groups) + " groups" +
                (variant.empty() ? "" : ", variant " + variant));
   const Call c = draw_prefill_call(w, variant, trial);
-  expect_passes(c, run_cp_call(c, groups, CtaEmulator::Order::ascending, extra));
+  expect_passes(c, run_cp_call(c, groups, CtaEmulator::Order::ascending));
 }
 
 TEST(SmallChunkContextParallel, GroupTokensCoverTheSequenceInOrder) {
@@ -119,86 +94,7 @@ TEST(SmallChunkContextParallel, GroupTokensCoverTheSequenceInOrder) {
     }
 }
 
-#if defined(SMALL_CP_BALANCE)
-/// cu_seqlens of sequences of these lengths.
-std::vector<std::int64_t> offsets(const std::vector<std::int64_t>& lengths) {
-  std::vector<std::int64_t> cu{0};
-  for (const std::int64_t n : lengths) cu.push_back(cu.back() + n);
-  return cu;
-}
-
-TEST(SmallChunkContextParallel, GroupsAreSharedByLength) {
-  // Every sequence gets at least two groups and the counts add up to the call's; at
-  // SMALL_CP_BALANCE >= 1 the long sequence gets more (the official 5709 tokens in 2 sequences:
-  // 5 + 3 of 8 groups, 5 + 4 of 9), and no sequence has more chunks per group than the bound the
-  // correction's grid rests on (the call's chunks over most_seq_groups); at 0 the counts are equal.
-  const std::vector<std::vector<std::int64_t>> calls = {
-      {3513, 2196}, {1309, 1962}, {880, 1318, 659}, {0, 700, 5}, {16, 16}, {1, 20000, 3, 3}};
-  for (const auto& lengths : calls)
-    for (int total = 2 * static_cast<int>(lengths.size()); total <= 16; ++total) {
-      const std::int64_t n = static_cast<std::int64_t>(lengths.size());
-      if (!gp::kSmallCpBalance && total % n) continue;
-      const std::vector<std::int64_t> cu = offsets(lengths);
-      int count[gp::kSmallCpMaxSeqs];
-      gp::share_groups(cu.data(), n, total, count);
-      const std::int64_t chunks = (cu.back() + gp::kSmallChunk - 1) / gp::kSmallChunk + n - 1;
-      const int most = gp::most_seq_groups(n, total);
-      int sum = 0;
-      for (std::int64_t i = 0; i < n; ++i) {
-        const std::int64_t c = (lengths[i] + gp::kSmallChunk - 1) / gp::kSmallChunk;
-        SCOPED_TRACE("sequence " + std::to_string(i) + " of " + std::to_string(n) + ", total " +
-                     std::to_string(total));
-        EXPECT_GE(count[i], 2);
-        EXPECT_LE(count[i], most);
-        EXPECT_LE(c * most, chunks * count[i]);  // c / count <= chunks / most
-        if (!gp::kSmallCpBalance) {
-          EXPECT_EQ(count[i], total / n);
-        }
-        EXPECT_EQ(gp::seq_groups(cu.data(), n, total, i).groups, count[i]);
-        EXPECT_EQ(gp::seq_groups(cu.data(), n, total, i).before, sum);
-        sum += count[i];
-      }
-      EXPECT_EQ(sum, total);
-    }
-  if (gp::kSmallCpBalance) {
-    const std::vector<std::int64_t> cu = offsets({3513, 2196});
-    EXPECT_EQ(gp::seq_groups(cu.data(), 2, 8, 0).groups, 5);
-    EXPECT_EQ(gp::seq_groups(cu.data(), 2, 9, 0).groups, 5);
-  }
-}
-
-TEST(SmallChunkContextParallel, GroupsGrowByTheStaggerAndTheLastIsTheLongest) {
-  // Each group SMALL_CP_STAGGER chunks longer than the one before (one more for the last few,
-  // where the chunks do not divide evenly), less stagger where the sequence is too short; so the
-  // last group is the longest, and no group of any sequence of a call is longer than the bound the
-  // correction's grid is sized by (sequences of these lengths and one more of the rest, their
-  // groups shared out as the kernels do).
-  const std::int64_t d = gp::kSmallCpStaggerChunks;
-  for (const std::int64_t total : {1, 40, 300, 2107, 5709, 20000})
-    for (const int total_groups : {4, 6, 8, 9, 16}) {
-      const std::int64_t bound = gp::longest_group_tokens(total, 2, total_groups);
-      for (const std::int64_t length : {total, total - 1, total / 2 + 7, total / 3, std::int64_t{17}}) {
-        if (length < 0 || length > total || (!gp::kSmallCpBalance && total_groups % 2)) continue;
-        const std::vector<std::int64_t> cu = offsets({length, total - length});
-        const int groups = gp::seq_groups(cu.data(), 2, total_groups, 0).groups;
-        const std::int64_t chunks = (length + gp::kSmallChunk - 1) / gp::kSmallChunk;
-        const std::int64_t steps = std::int64_t{groups} * (groups - 1) / 2;
-        const std::int64_t full = d * steps <= chunks ? d : chunks / steps;  // the stagger it gets
-        std::int64_t before = -1;
-        for (int g = 0; g < groups; ++g) {
-          const gp::GroupTokens t = gp::group_tokens(length, groups, g);
-          const std::int64_t c = (t.count + gp::kSmallChunk - 1) / gp::kSmallChunk;
-          EXPECT_LE(t.count, bound) << length << " of " << total << ", group " << g;
-          if (before >= 0) {
-            EXPECT_GE(c - before, full) << length << " tokens, group " << g << " of " << groups;
-            EXPECT_LE(c - before, full + 1) << length << " tokens, group " << g << " of " << groups;
-          }
-          before = c;
-        }
-      }
-    }
-}
-#else
+#if defined(SMALL_CP_STAGGER)  // a folder whose groups grow (tuning.h)
 TEST(SmallChunkContextParallel, GroupsGrowByTheStaggerAndTheLastIsTheLongest) {
   // Each group SMALL_CP_STAGGER chunks longer than the one before (one more for the last few,
   // where the chunks do not divide evenly), less stagger where the sequence is too short; so the
@@ -239,11 +135,6 @@ TEST(SmallChunkContextParallel, MatchesTheReferenceAcrossGroups) {
   // with a partial last slice are the three-groups case above: 112 and 76 tokens > kCorrectTokens.)
   expect_matches_reference(prefill_workload("two-groups", 140, 1), 2, "", 8);
   expect_matches_reference(prefill_workload("two-seqs-two-groups", 300, 2), 2, "", 9);
-#if defined(SMALL_CP_BALANCE)
-  // An odd total among three sequences of different lengths (SMALL_CP_BALANCE >= 1).
-  expect_matches_reference(prefill_workload("three-seqs-shared", 700, 3), 2, "", 10,
-                           gp::kSmallCpBalance ? 3 : 0);
-#endif
 }
 
 TEST(SmallChunkContextParallel, EmptySequencesEndAtZeroState) {
