@@ -29,6 +29,7 @@ namespace {
 
 using micro::ok;
 using micro::env_flag;
+using micro::event_span_us;
 using micro::median;
 
 namespace dsa = khk::dsa_attention;
@@ -143,13 +144,10 @@ int main() {
           return 1;
       }
       cudaMemset(trace_marks, 0, sizeof(dsa::g_trace));
-      cudaEventRecord(start);
-      if (!ok(dsa::dispatch(args, workspace, workspace_bytes, nullptr), "dispatch")) return 1;
-      cudaEventRecord(stop);
-      if (!ok(cudaDeviceSynchronize(), "call")) return 1;
-      float ms = 0.0f;
-      cudaEventElapsedTime(&ms, start, stop);
-      span.push_back(ms * 1000.0);
+      span.push_back(event_span_us(start, stop, [&] {
+        return ok(dsa::dispatch(args, workspace, workspace_bytes, nullptr), "dispatch");
+      }));
+      if (span.back() < 0) return 1;
       static uint64_t trace[2][dsa::kTraceCtas][dsa::kTracePhases];
       cudaMemcpyFromSymbol(trace, dsa::g_trace, sizeof(trace));
       split_ctas = merge_ctas = 0;

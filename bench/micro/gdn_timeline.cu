@@ -27,6 +27,7 @@ namespace {
 
 using micro::ok;
 using micro::env_flag;
+using micro::event_span_us;
 using micro::median;
 
 namespace gp = khk::gdn_prefill;
@@ -135,13 +136,10 @@ int main() {
       if (warm_call && !ok(gp::dispatch(other, workspace, ws_bytes, nullptr), "warm call"))
         return 1;
       cudaMemset(trace_marks, 0, sizeof(gp::g_trace));
-      cudaEventRecord(start);
-      if (!ok(gp::dispatch(args, workspace, ws_bytes, nullptr), "dispatch")) return 1;
-      cudaEventRecord(stop);
-      if (!ok(cudaDeviceSynchronize(), "call")) return 1;
-      float ms = 0.0f;
-      cudaEventElapsedTime(&ms, start, stop);
-      span.push_back(ms * 1000.0);
+      span.push_back(event_span_us(start, stop, [&] {
+        return ok(gp::dispatch(args, workspace, ws_bytes, nullptr), "dispatch");
+      }));
+      if (span.back() < 0) return 1;
       static uint64_t trace[gp::kTraceCtas][gp::kTracePhases];
       cudaMemcpyFromSymbol(trace, gp::g_trace, sizeof(trace));
       ctas = 0;

@@ -32,6 +32,20 @@ inline bool env_flag(const char* name, bool fallback) {
   return v ? std::atoi(v) != 0 : fallback;
 }
 
+/// The span in us of `call` (a function returning whether its launches succeeded) between two
+/// events on the default stream, after a device synchronisation; negative where the call or the
+/// synchronisation failed (the error printed).
+template <class Call>
+double event_span_us(cudaEvent_t start, cudaEvent_t stop, Call&& call) {
+  cudaEventRecord(start);
+  if (!call()) return -1.0;
+  cudaEventRecord(stop);
+  if (!ok(cudaDeviceSynchronize(), "call")) return -1.0;
+  float ms = 0.0f;
+  cudaEventElapsedTime(&ms, start, stop);
+  return ms * 1000.0;
+}
+
 /// The upper median of `v`; 0 for none.
 inline double median(std::vector<double> v) {
   if (v.empty()) return 0.0;

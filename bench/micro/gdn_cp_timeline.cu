@@ -1,0 +1,205 @@
+// Micro-benchmark: when each piece of the GDN prefill context-parallel route runs. Built with a
+// GDN prefill folder whose trace.cuh has the context-parallel marks (GDN_TRACE_HAS_CP:
+// run_gdn_cp_timeline.sh passes -DGDN_TRACE and the folder's -I), it calls
+// khk::gdn_prefill::dispatch() on calls of the official lengths the route takes, each after a
+// 256 MiB L2 flush, and reads the %globaltimer marks of the map pass (a CTA's entry, its chain's
+// last step, its walk's flag set), the scan (a CTA's entry, its first groups seen, each step's end)
+// and the correction (a CTA's start once its inputs are ready, its end). Of kReps calls it reports
+// the one of median event span, in us from the first map CTA's entry, per sequence:
+//   walks[g]        [zero walk, identity walk] flag set of group g (median over the heads)
+//   scan_entry      [first, median, last] entry of the sequence's scan CTAs
+//   scan_steps[s]   [median, last] end of step s over the sequence's scan CTAs
+//   correction[g]   [first start, last end] of group g's correction CTAs
+// Prints one JSON object.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "dispatch.cu"
+#include "micro_common.cuh"
+
+#if !defined(GDN_TRACE_HAS_CP)
+#error "the folder's trace.cuh has no context-parallel marks (GDN_TRACE_HAS_CP)"
+#endif
+
+namespace {
+
+using micro::event_span_us;
+using micro::median;
+using micro::ok;
+
+namespace gp = khk::gdn_prefill;
+
+constexpr int kReps = 9;
+constexpr std::size_t kFlushBytes = std::size_t{256} << 20;
+
+struct Case {
+  const char* name;
+  std::vector<int64_t> lengths;  // tokens per sequence (the harness's structural cu_seqlens)
+};
+
+using Marks = uint64_t[gp::kTraceCtas][gp::kTracePhases];
+using ScanMarks = uint64_t[gp::kTraceCtas][gp::kTraceScanMarks];
+using CorrectMarks = uint64_t[gp::kTraceCtas][2];
+
+double us(uint64_t t, uint64_t origin) { return t ? (static_cast<double>(t) - origin) / 1e3 : -1.0; }
+
+/// One call's marks as JSON, per sequence.
+void print_call(const Case& c, int groups, int64_t tiles, const Marks& map, const ScanMarks& scan,
+                const CorrectMarks& corr) {
+  const int64_t seqs = static_cast<int64_t>(c.lengths.size()), heads = seqs * gp::kVHeads;
+  const int walks = 2 * groups - 1;
+  uint64_t origin = ~uint64_t{0};
+  for (int64_t i = 0; i < heads * walks; ++i)
+    if (map[i][gp::kTraceEntry]) origin = std::min(origin, map[i][gp::kTraceEntry]);
+  std::printf("   \"sequences\": [");
+  for (int64_t s = 0; s < seqs; ++s) {
+    std::printf("%s\n    {\"tokens\": %lld, \"walks\": [", s ? "," : "",
+                static_cast<long long>(c.lengths[s]));
+    for (int g = 0; g < groups; ++g) {
+      std::vector<double> zero, identity;
+      for (int h = 0; h < gp::kVHeads; ++h) {
+        const int64_t head = s * gp::kVHeads + h;
+        zero.push_back(us(map[head * walks + g][gp::kTraceItem], origin));
+        if (g > 0) identity.push_back(us(map[head * walks + groups - 1 + g][gp::kTraceItem], origin));
+      }
+      std::printf("%s[%.1f, %.1f]", g ? ", " : "", median(zero),
+                  identity.empty() ? 0.0 : median(identity));
+    }
+    std::vector<double> entry;
+    std::vector<std::vector<double>> steps(groups - 1);
+    for (int h = 0; h < gp::kVHeads; ++h)
+      for (int k = 0; k < gp::kScanCtasPerHead; ++k) {
+        const int64_t cta = (s * gp::kVHeads + h) * gp::kScanCtasPerHead + k;
+        entry.push_back(us(scan[cta][0], origin));
+        for (int st = 0; st < groups - 1 && 2 + st < gp::kTraceScanMarks; ++st)
+          steps[st].push_back(us(scan[cta][2 + st], origin));
+      }
+    std::sort(entry.begin(), entry.end());
+    std::printf("],\n     \"scan_entry\": [%.1f, %.1f, %.1f], \"scan_steps\": [", entry.front(),
+                median(entry), entry.back());
+    for (int st = 0; st < groups - 1; ++st)
+      std::printf("%s[%.1f, %.1f]", st ? ", " : "", median(steps[st]),
+                  *std::max_element(steps[st].begin(), steps[st].end()));
+    std::printf("],\n     \"correction\": [");
+    for (int g = 1; g < groups; ++g) {
+      double first = 1e30, last = -1.0;
+      for (int h = 0; h < gp::kVHeads; ++h)
+        for (int64_t t = 0; t < tiles; ++t) {
+          const int64_t cta = ((g - 1) * heads + s * gp::kVHeads + h) * tiles + t;
+          if (cta >= gp::kTraceCtas || !corr[cta][0]) continue;
+          first = std::min(first, us(corr[cta][0], origin));
+          last = std::max(last, us(corr[cta][1], origin));
+        }
+      std::printf("%s[%.1f, %.1f]", g > 1 ? ", " : "", first, last);
+    }
+    std::printf("]}");
+  }
+  std::printf("]");
+}
+
+}  // namespace
+
+int main() {
+  const std::vector<Case> cases = {
+      {"1377 x 1", {1377}}, {"2107 x 1", {2107}}, {"3271 x 2", {1309, 1962}},
+      {"5709 x 2", {3513, 2196}}};
+  constexpr int64_t kMaxTokens = 6144, kMaxSeqs = 2;
+  constexpr int64_t kHeadsQK = 4, kHeadsV = 8, kD = 128;
+  __nv_bfloat16 *q, *k, *v, *a, *b, *out;
+  float *state, *new_state, *A_log, *dt_bias;
+  int64_t* cu;
+  void *flush, *workspace;
+  uint64_t ws_bytes = 16;
+  for (const Case& c : cases) {
+    int64_t tokens = 0;
+    for (int64_t n : c.lengths) tokens += n;
+    ws_bytes = std::max<uint64_t>(ws_bytes, gp::workspace_bytes(tokens, c.lengths.size()));
+  }
+  const std::size_t state_floats = kMaxSeqs * kHeadsV * kD * kD;
+  if (!ok(cudaMalloc(&q, kMaxTokens * kHeadsQK * kD * 2), "cudaMalloc") ||
+      !ok(cudaMalloc(&k, kMaxTokens * kHeadsQK * kD * 2), "cudaMalloc") ||
+      !ok(cudaMalloc(&v, kMaxTokens * kHeadsV * kD * 2), "cudaMalloc") ||
+      !ok(cudaMalloc(&a, kMaxTokens * kHeadsV * 2), "cudaMalloc") ||
+      !ok(cudaMalloc(&b, kMaxTokens * kHeadsV * 2), "cudaMalloc") ||
+      !ok(cudaMalloc(&out, kMaxTokens * kHeadsV * kD * 2), "cudaMalloc") ||
+      !ok(cudaMalloc(&state, state_floats * 4), "cudaMalloc") ||
+      !ok(cudaMalloc(&new_state, state_floats * 4), "cudaMalloc") ||
+      !ok(cudaMalloc(&A_log, kHeadsV * 4), "cudaMalloc") ||
+      !ok(cudaMalloc(&dt_bias, kHeadsV * 4), "cudaMalloc") ||
+      !ok(cudaMalloc(&cu, (kMaxSeqs + 1) * 8), "cudaMalloc") ||
+      !ok(cudaMalloc(&flush, kFlushBytes), "cudaMalloc") ||
+      !ok(cudaMalloc(&workspace, ws_bytes), "cudaMalloc"))
+    return 1;
+  // Small finite values: the numbers do not matter here, only the time.
+  cudaMemset(q, 0x3c, kMaxTokens * kHeadsQK * kD * 2);
+  cudaMemset(k, 0x3c, kMaxTokens * kHeadsQK * kD * 2);
+  cudaMemset(v, 0x3c, kMaxTokens * kHeadsV * kD * 2);
+  cudaMemset(a, 0x3c, kMaxTokens * kHeadsV * 2);
+  cudaMemset(b, 0x3c, kMaxTokens * kHeadsV * 2);
+  cudaMemset(state, 0, state_floats * 4);
+  cudaMemset(A_log, 0, kHeadsV * 4);
+  cudaMemset(dt_bias, 0, kHeadsV * 4);
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  void *map_marks = nullptr, *scan_marks = nullptr, *correct_marks = nullptr;
+  if (!ok(cudaGetSymbolAddress(&map_marks, gp::g_trace), "symbol") ||
+      !ok(cudaGetSymbolAddress(&scan_marks, gp::g_trace_scan), "symbol") ||
+      !ok(cudaGetSymbolAddress(&correct_marks, gp::g_trace_correct), "symbol"))
+    return 1;
+  static Marks map[kReps];
+  static ScanMarks scan[kReps];
+  static CorrectMarks corr[kReps];
+
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, 0);
+  std::printf("{\"gpu\": \"%s\", \"method\": \"%%globaltimer marks of the context-parallel route "
+              "(trace.cuh, GDN_TRACE_HAS_CP) in us from the first map CTA's entry; of %d calls, "
+              "each after a 256 MiB L2 flush, the one of median event span\", \"cases\": [\n",
+              prop.name, kReps);
+  for (std::size_t ci = 0; ci < cases.size(); ++ci) {
+    const Case& c = cases[ci];
+    std::vector<int64_t> offsets{0};
+    for (int64_t n : c.lengths) offsets.push_back(offsets.back() + n);
+    const int64_t tokens = offsets.back(), seqs = static_cast<int64_t>(c.lengths.size());
+    const int groups = gp::small_cp_groups(tokens, seqs);
+    cudaMemcpy(cu, offsets.data(), offsets.size() * 8, cudaMemcpyHostToDevice);
+    gp::PrefillArgs args{q,  k,  v,     state,  A_log,     a,      dt_bias,
+                         b,  cu, 0.08f, out,    new_state, tokens, seqs};
+    std::vector<double> span;
+    for (int rep = 0; rep < kReps; ++rep) {
+      cudaMemset(flush, rep, kFlushBytes);
+      cudaMemset(map_marks, 0, sizeof(Marks));
+      cudaMemset(scan_marks, 0, sizeof(ScanMarks));
+      cudaMemset(correct_marks, 0, sizeof(CorrectMarks));
+      span.push_back(event_span_us(start, stop, [&] {
+        return ok(gp::dispatch(args, workspace, ws_bytes, nullptr), "dispatch");
+      }));
+      if (span.back() < 0) return 1;
+      cudaMemcpyFromSymbol(map[rep], gp::g_trace, sizeof(Marks));
+      cudaMemcpyFromSymbol(scan[rep], gp::g_trace_scan, sizeof(ScanMarks));
+      cudaMemcpyFromSymbol(corr[rep], gp::g_trace_correct, sizeof(CorrectMarks));
+    }
+    std::vector<double> sorted = span;
+    std::sort(sorted.begin(), sorted.end());
+    const int rep = static_cast<int>(std::find(span.begin(), span.end(), sorted[kReps / 2]) -
+                                     span.begin());
+    std::printf("  {\"case\": \"%s\", \"groups_per_sequence\": %d, \"event_span_us\": %.2f,\n",
+                c.name, groups, span[rep]);
+    if (groups >= 2)
+      print_call(c, groups, gp::small_correct_tiles(tokens, groups), map[rep], scan[rep],
+                 corr[rep]);
+    else
+      std::printf("   \"sequences\": []");
+    std::printf("}%s\n", ci + 1 < cases.size() ? "," : "");
+  }
+  std::printf("], \"format\": \"walks[g] = [zero walk, identity walk] flag set (median over "
+              "heads); scan_entry = [first, median, last]; scan_steps[s] = [median, last] step "
+              "end; correction[g] = [first start, last end]\"}\n");
+  return 0;
+}
