@@ -11,7 +11,6 @@
 //   scan_steps[s]   [median, last] end of step s over the sequence's scan CTAs
 //   correction[g]   [first start, last end] of group g's correction CTAs
 // Prints one JSON object.
-#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -20,6 +19,7 @@
 #include <vector>
 
 #include "dispatch.cu"
+#include "gdn_prefill_buffers.cuh"
 #include "micro_common.cuh"
 
 #if !defined(GDN_TRACE_HAS_CP)
@@ -109,10 +109,7 @@ int main() {
       {"1377 x 1", {1377}}, {"2107 x 1", {2107}}, {"3271 x 2", {1309, 1962}},
       {"5709 x 2", {3513, 2196}}};
   constexpr int64_t kMaxTokens = 6144, kMaxSeqs = 2;
-  constexpr int64_t kHeadsQK = 4, kHeadsV = 8, kD = 128;
-  __nv_bfloat16 *q, *k, *v, *a, *b, *out;
-  float *state, *new_state, *A_log, *dt_bias;
-  int64_t* cu;
+  micro::PrefillBuffers buffers;
   void *flush, *workspace;
   uint64_t ws_bytes = 16;
   for (const Case& c : cases) {
@@ -120,30 +117,10 @@ int main() {
     for (int64_t n : c.lengths) tokens += n;
     ws_bytes = std::max<uint64_t>(ws_bytes, gp::workspace_bytes(tokens, c.lengths.size()));
   }
-  const std::size_t state_floats = kMaxSeqs * kHeadsV * kD * kD;
-  if (!ok(cudaMalloc(&q, kMaxTokens * kHeadsQK * kD * 2), "cudaMalloc") ||
-      !ok(cudaMalloc(&k, kMaxTokens * kHeadsQK * kD * 2), "cudaMalloc") ||
-      !ok(cudaMalloc(&v, kMaxTokens * kHeadsV * kD * 2), "cudaMalloc") ||
-      !ok(cudaMalloc(&a, kMaxTokens * kHeadsV * 2), "cudaMalloc") ||
-      !ok(cudaMalloc(&b, kMaxTokens * kHeadsV * 2), "cudaMalloc") ||
-      !ok(cudaMalloc(&out, kMaxTokens * kHeadsV * kD * 2), "cudaMalloc") ||
-      !ok(cudaMalloc(&state, state_floats * 4), "cudaMalloc") ||
-      !ok(cudaMalloc(&new_state, state_floats * 4), "cudaMalloc") ||
-      !ok(cudaMalloc(&A_log, kHeadsV * 4), "cudaMalloc") ||
-      !ok(cudaMalloc(&dt_bias, kHeadsV * 4), "cudaMalloc") ||
-      !ok(cudaMalloc(&cu, (kMaxSeqs + 1) * 8), "cudaMalloc") ||
+  if (!buffers.allocate(kMaxTokens, kMaxSeqs, 1) ||
       !ok(cudaMalloc(&flush, kFlushBytes), "cudaMalloc") ||
       !ok(cudaMalloc(&workspace, ws_bytes), "cudaMalloc"))
     return 1;
-  // Small finite values: the numbers do not matter here, only the time.
-  cudaMemset(q, 0x3c, kMaxTokens * kHeadsQK * kD * 2);
-  cudaMemset(k, 0x3c, kMaxTokens * kHeadsQK * kD * 2);
-  cudaMemset(v, 0x3c, kMaxTokens * kHeadsV * kD * 2);
-  cudaMemset(a, 0x3c, kMaxTokens * kHeadsV * 2);
-  cudaMemset(b, 0x3c, kMaxTokens * kHeadsV * 2);
-  cudaMemset(state, 0, state_floats * 4);
-  cudaMemset(A_log, 0, kHeadsV * 4);
-  cudaMemset(dt_bias, 0, kHeadsV * 4);
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
@@ -168,9 +145,8 @@ int main() {
     for (int64_t n : c.lengths) offsets.push_back(offsets.back() + n);
     const int64_t tokens = offsets.back(), seqs = static_cast<int64_t>(c.lengths.size());
     const int groups = gp::small_cp_groups(tokens, seqs);
-    cudaMemcpy(cu, offsets.data(), offsets.size() * 8, cudaMemcpyHostToDevice);
-    gp::PrefillArgs args{q,  k,  v,     state,  A_log,     a,      dt_bias,
-                         b,  cu, 0.08f, out,    new_state, tokens, seqs};
+    cudaMemcpy(buffers.offsets(0), offsets.data(), offsets.size() * 8, cudaMemcpyHostToDevice);
+    const gp::PrefillArgs args = buffers.args(0, tokens, seqs);
     std::vector<double> span;
     for (int rep = 0; rep < kReps; ++rep) {
       cudaMemset(flush, rep, kFlushBytes);

@@ -11,7 +11,6 @@
 // GDN_TIMELINE_FLUSH=0 skips the flush; GDN_TIMELINE_WARM_CALL=1 makes one call on other buffers
 // between the flush and the timed call (the code warm, the data cold); GDN_TRACE_CHUNK=c takes the
 // per-chunk marks at chunk c where the folder's trace.cuh supports it (GDN_TRACE_HAS_CHUNK).
-#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -21,6 +20,7 @@
 #include <vector>
 
 #include "dispatch.cu"
+#include "gdn_prefill_buffers.cuh"
 #include "micro_common.cuh"
 
 namespace {
@@ -54,37 +54,14 @@ int main() {
       {"139 x 3", {60, 40, 39}}, {"255 x 3", {120, 80, 55}}, {"1000 x 5", {300, 250, 200, 150, 100}},
   };
   constexpr int64_t kMaxTokens = 1024, kMaxSeqs = 8;
-  constexpr int64_t kHeadsQK = 4, kHeadsV = 8, kD = 128;
-  __nv_bfloat16 *q, *k, *v, *a, *b, *out;
-  float *state, *new_state, *A_log, *dt_bias;
-  int64_t* cu;
+  // Two buffer sets: the timed call's, and GDN_TIMELINE_WARM_CALL's.
+  micro::PrefillBuffers buffers;
   void *flush, *workspace;
   const uint64_t ws_bytes = std::max<uint64_t>(gp::workspace_bytes(kMaxTokens, kMaxSeqs), 16);
-  const std::size_t state_floats = kMaxSeqs * kHeadsV * kD * kD;
-  constexpr int64_t kSets = 2;  // buffer sets: the timed call's, and GDN_TIMELINE_WARM_CALL's
-  if (!ok(cudaMalloc(&q, kSets * kMaxTokens * kHeadsQK * kD * 2), "cudaMalloc") ||
-      !ok(cudaMalloc(&k, kSets * kMaxTokens * kHeadsQK * kD * 2), "cudaMalloc") ||
-      !ok(cudaMalloc(&v, kSets * kMaxTokens * kHeadsV * kD * 2), "cudaMalloc") ||
-      !ok(cudaMalloc(&a, kSets * kMaxTokens * kHeadsV * 2), "cudaMalloc") ||
-      !ok(cudaMalloc(&b, kSets * kMaxTokens * kHeadsV * 2), "cudaMalloc") ||
-      !ok(cudaMalloc(&out, kSets * kMaxTokens * kHeadsV * kD * 2), "cudaMalloc") ||
-      !ok(cudaMalloc(&state, kSets * state_floats * 4), "cudaMalloc") ||
-      !ok(cudaMalloc(&new_state, kSets * state_floats * 4), "cudaMalloc") ||
-      !ok(cudaMalloc(&A_log, kSets * kHeadsV * 4), "cudaMalloc") ||
-      !ok(cudaMalloc(&dt_bias, kSets * kHeadsV * 4), "cudaMalloc") ||
-      !ok(cudaMalloc(&cu, kSets * (kMaxSeqs + 1) * 8), "cudaMalloc") ||
+  if (!buffers.allocate(kMaxTokens, kMaxSeqs, 2) ||
       !ok(cudaMalloc(&flush, kFlushBytes), "cudaMalloc") ||
       !ok(cudaMalloc(&workspace, ws_bytes), "cudaMalloc"))
     return 1;
-  // Small finite values: the numbers do not matter here, only the time.
-  cudaMemset(q, 0x3c, kSets * kMaxTokens * kHeadsQK * kD * 2);
-  cudaMemset(k, 0x3c, kSets * kMaxTokens * kHeadsQK * kD * 2);
-  cudaMemset(v, 0x3c, kSets * kMaxTokens * kHeadsV * kD * 2);
-  cudaMemset(a, 0x3c, kSets * kMaxTokens * kHeadsV * 2);
-  cudaMemset(b, 0x3c, kSets * kMaxTokens * kHeadsV * 2);
-  cudaMemset(state, 0, kSets * state_floats * 4);
-  cudaMemset(A_log, 0, kSets * kHeadsV * 4);
-  cudaMemset(dt_bias, 0, kSets * kHeadsV * 4);
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
@@ -119,16 +96,10 @@ int main() {
     const int64_t tokens = offsets.back(), seqs = static_cast<int64_t>(c.lengths.size());
     const int64_t longest = *std::max_element(c.lengths.begin(), c.lengths.end());
     const int64_t chunks = (longest + gp::kSmallChunk - 1) / gp::kSmallChunk;
-    cudaMemcpy(cu, offsets.data(), offsets.size() * 8, cudaMemcpyHostToDevice);
-    cudaMemcpy(cu + kMaxSeqs + 1, offsets.data(), offsets.size() * 8, cudaMemcpyHostToDevice);
-    gp::PrefillArgs args{q,  k,  v,     state,  A_log,     a,      dt_bias,
-                         b,  cu, 0.08f, out,    new_state, tokens, seqs};
-    const int64_t qk_off = kMaxTokens * kHeadsQK * kD, v_off = kMaxTokens * kHeadsV * kD;
-    const int64_t g_off = kMaxTokens * kHeadsV;
-    gp::PrefillArgs other{q + qk_off,  k + qk_off,  v + v_off,  state + state_floats,
-                          A_log + kHeadsV, a + g_off, dt_bias + kHeadsV, b + g_off,
-                          cu + kMaxSeqs + 1, 0.08f, out + v_off, new_state + state_floats,
-                          tokens, seqs};
+    for (int set = 0; set < 2; ++set)
+      cudaMemcpy(buffers.offsets(set), offsets.data(), offsets.size() * 8, cudaMemcpyHostToDevice);
+    const gp::PrefillArgs args = buffers.args(0, tokens, seqs);
+    const gp::PrefillArgs other = buffers.args(1, tokens, seqs);
     std::vector<double> span, per_chunk, phases[gp::kTracePhases][2];
     int ctas = 0;
     for (int rep = 0; rep < kReps; ++rep) {
