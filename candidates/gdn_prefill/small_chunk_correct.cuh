@@ -1,0 +1,133 @@
+// The correction of the small-chunk route's context-parallel form (small_chunk_groups.h has the
+// workspace): a token t of group g >= 1 gets the output
+//   o_t = partial_t + E_g qmap_t,
+// partial_t being its output on the walk from zero (B_g's walk) and qmap_t = scale A_{g,<=t} q_t
+// the query through the group's map up to t (the identity walk's outputs), because the state at
+// t is E_g A_{g,<=t} + B_{g,<=t}. So once the scan has the entry states, every group's outputs
+// are one 128 x 128 by 128 x tokens product per (sequence, head, group), all at once, instead of
+// a second walk of the group's chunks after the scan.
+//
+// On tensor cores with E_g and qmap as bf16 hi + lo pairs (hi rounded: the split is off the
+// critical path here, unlike the chain's truncated one) and three products (hi hi, lo hi, hi lo):
+// about 2^-17 relative per term, fp32 sums, the partial added in fp32 and the output rounded to
+// bf16 once.
+#pragma once
+
+#include "small_chunk_chain.cuh"  // small_load_rows; mma_tiles.cuh: split_a_fragment, split_bf16x2
+#include "small_chunk_groups.h"
+#include "small_chunk_scan.cuh"  // kScanCtasPerHead: the scan's counts on `ready`
+#include "trace.cuh"
+
+namespace khk::gdn_prefill {
+
+constexpr int kCorrectWarps = kHeadSize / 16;  // 16 value rows each
+constexpr int kCorrectThreads = 32 * kCorrectWarps;
+constexpr int kCorrectTokens = 64;  // tokens per CTA, in slices of kSmallChunk
+
+struct SmallCorrectSmem {
+  __nv_bfloat16 hi[kSmallChunk][kSmallKStride];  // a slice's qmap rows, [token][key]
+  __nv_bfloat16 lo[kSmallChunk][kSmallKStride];
+};
+
+/// CTAs per (sequence, head, group) for a call of `total_tokens` in `groups` groups: enough
+/// for the longest group any sequence can have (longest_group_tokens).
+__host__ __device__ inline int64_t small_correct_tiles(int64_t total_tokens, int groups) {
+  return (longest_group_tokens(total_tokens, groups) + kCorrectTokens - 1) / kCorrectTokens;
+}
+
+/// CTA (group 1 .. groups - 1, head, tile), tile fastest and group slowest: where the kernel
+/// starts while the scan runs (programmatic dependent launch) the early groups' entry states are
+/// the first ready, so their CTAs come first; a CTA of group g waits for its group's two walks
+/// (the scan itself may start while the map pass runs), for group 0's walk where g = 1 (E_1 is its
+/// exit) and on the (sequence, head)'s `ready` counter for E_g where g >= 2.
+__global__ void __launch_bounds__(kCorrectThreads)
+    small_cp_correct_kernel(PrefillArgs args, SmallGroupSpace space, int64_t tiles) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  SmallCorrectSmem& s = *reinterpret_cast<SmallCorrectSmem*>(smem);
+  const int64_t cta = blockIdx.x;
+  const int64_t tile = cta % tiles, rest = cta / tiles, heads = space.num_seqs * kVHeads;
+  const int group = 1 + static_cast<int>(rest / heads);
+  const int64_t head = rest % heads;
+  const int64_t seq = head / kVHeads;
+  const int h = static_cast<int>(head % kVHeads);
+  const int64_t begin = args.cu_seqlens[seq], end = args.cu_seqlens[seq + 1];
+  const GroupTokens tokens = group_tokens(end > begin ? end - begin : 0, space.groups, group);
+  const int64_t from = tile * kCorrectTokens;
+  if (from >= tokens.count) return;  // the whole CTA: no barrier is skipped by some threads only
+  const int64_t first = begin + tokens.from + from;  // the CTA's first token
+  const int64_t left = tokens.count - from;
+  const int count = static_cast<int>(left < kCorrectTokens ? left : kCorrectTokens);
+
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int g = lane / 4, c = lane % 4, mi = lane / 8, r = lane % 8;
+  if (threadIdx.x == 0) {
+    ready_wait(space.walk_done(head, space.zero_walk(group)), 1);
+    ready_wait(space.walk_done(head, space.identity_walk(group)), 1);
+    if (group == 1) ready_wait(space.walk_done(head, space.zero_walk(0)), 1);
+    else ready_wait(space.ready(head), kScanCtasPerHead * (group - 1));
+  }
+  __syncthreads();
+  trace_correct(0);
+  const int row0 = 16 * warp;
+  uint32_t ehi[kHeadSize / 16][4], elo[kHeadSize / 16][4];  // E_g's A fragments, per key step
+  {
+    float m[16][4];
+    small_load_rows(m, space.exit(head, group - 1) + row0 * kHeadSize, lane);
+#pragma unroll
+    for (int k = 0; k < kHeadSize / 16; ++k) split_a_fragment(m[2 * k], m[2 * k + 1], ehi[k], elo[k]);
+  }
+  const float* partial = space.partial() + h * kHeadSize;
+  const float* qmap = space.qmap() + h * kHeadSize;
+
+  for (int t0 = 0; t0 < count; t0 += kSmallChunk) {
+    const int n = count - t0 < kSmallChunk ? count - t0 : kSmallChunk;
+    // The slice's qmap rows, split: two floats per thread and step.
+    for (int i = static_cast<int>(threadIdx.x); i < kSmallChunk * kHeadSize / 2;
+         i += kCorrectThreads) {
+      const int token = i / (kHeadSize / 2), key = 2 * (i % (kHeadSize / 2));
+      float2 x = make_float2(0.0f, 0.0f);
+      if (token < n)
+        x = *reinterpret_cast<const float2*>(qmap + (first + t0 + token) * kVHeads * kHeadSize +
+                                             key);
+      uint32_t hi, lo;
+      split_bf16x2(x.x, x.y, hi, lo);
+      *reinterpret_cast<uint32_t*>(&s.hi[token][key]) = hi;
+      *reinterpret_cast<uint32_t*>(&s.lo[token][key]) = lo;
+    }
+    __syncthreads();
+    float acc[2][4];
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int t = 8 * nt + 2 * c + e % 2, row = row0 + g + 8 * (e / 2);
+        acc[nt][e] =
+            t < n ? partial[(first + t0 + t) * kVHeads * kHeadSize + row] : 0.0f;
+      }
+#pragma unroll
+    for (int k = 0; k < kHeadSize / 16; ++k) {
+      uint32_t bh[4], bl[4];
+      ldmatrix_x4(bh, &s.hi[(mi / 2) * 8 + r][16 * k + (mi % 2) * 8]);
+      ldmatrix_x4(bl, &s.lo[(mi / 2) * 8 + r][16 * k + (mi % 2) * 8]);
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+        mma_bf16(acc[nt], ehi[k], bh[2 * nt], bh[2 * nt + 1]);
+        mma_bf16(acc[nt], elo[k], bh[2 * nt], bh[2 * nt + 1]);
+        mma_bf16(acc[nt], ehi[k], bl[2 * nt], bl[2 * nt + 1]);
+      }
+    }
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int t = 8 * nt + 2 * c + e % 2, row = row0 + g + 8 * (e / 2);
+        if (t < n)
+          args.output[((first + t0 + t) * kVHeads + h) * kHeadSize + row] =
+              __float2bfloat16_rn(acc[nt][e]);
+      }
+    __syncthreads();  // the slice's rows are read before the next overwrites them
+  }
+  trace_correct(1);
+}
+
+}  // namespace khk::gdn_prefill
