@@ -129,11 +129,22 @@ __global__ void __launch_bounds__(kScanThreadsPerCta, 1)
   const auto col = [&](int e) { return 64 * wg + 16 * w + g + 8 * (e / 2); };
   const auto row = [&](int j, int e) { return 8 * j + 2 * c + e % 2; };
 
+  // Thread 0's word to the CTA after the next barrier: whether the group of the map after the next
+  // step's is seen done (relaxed reads, then a fence where seen), so that the step can load that
+  // map while its products run.
+  const auto poll = [&](int g) {
+    if (tid == 0) {
+      const bool seen = g < space.groups && scan_group_seen(space, head, g);
+      if (seen) gpu_fence();  // what the relaxed reads saw, ordered before later reads
+      s.next_seen = seen;
+    }
+  };
   if (tid == 0) {
     ready_wait(space.walk_done(head, space.zero_walk(0)), 1);  // E_1
     scan_group_wait(space, head, 1);
   }
   trace_scan(1);
+  poll(2);
   __syncthreads();
   float4 piece[kScanMapPieces];
   scan_load_map(space.map(head, 0), piece, tid);
@@ -154,6 +165,7 @@ __global__ void __launch_bounds__(kScanThreadsPerCta, 1)
 
   for (int step = 0; step < steps; ++step) {
     const bool more = step + 1 < steps;
+    const bool loaded = s.next_seen;  // group step + 2 seen done: its map loads during the products
     // B_{step+1} at the accumulator's places (read here, used at the end), and where E_{step+2}
     // goes: over it, or the last into new_state.
     const float* from = space.exit(head, step + 1) + row0 * kHeadSize;
@@ -164,14 +176,6 @@ __global__ void __launch_bounds__(kScanThreadsPerCta, 1)
     for (int j = 0; j < 4; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e) b[4 * j + e] = from[row(j, e) * kHeadSize + col(e)];
-    // The next group's walks polled now, so that its map can load while the products run.
-    if (tid == 0) {
-      const bool seen = more && scan_group_seen(space, head, step + 2);
-      if (seen) gpu_fence();  // what the relaxed reads saw, ordered before later reads
-      s.next_seen = seen;
-    }
-    __syncthreads();
-    const bool loaded = s.next_seen;
     float acc[16];
 #pragma unroll
     for (int i = 0; i < 16; ++i) acc[i] = 0.0f;
@@ -186,8 +190,11 @@ __global__ void __launch_bounds__(kScanThreadsPerCta, 1)
 #pragma unroll
     for (int k = 0; k < kHeadSize; k += 8) wgmma_tf32_m64n32k8(acc, a, s.e, k);
     wgmma_commit();
-    // No branch until the wait (one would serialize the MMAs): the next map, or this one again
-    // where the next is not known done (then loaded again after the wait).
+    // While the products run: the previous step's rows counted for the correction (stored before
+    // the last barrier), and the next map loaded (or this one again where the next is not known
+    // done: loaded once more after the wait). The loops stay unrolled: a loop between the MMAs
+    // and the wait serializes them.
+    if (tid == 0 && step > 0) ready_signal(space.ready(head));  // this CTA's rows of E_{step+1}
     scan_load_map(space.map(head, loaded ? step + 1 : step), piece, tid);
     wgmma_wait_all();
     __syncthreads();  // both warpgroups' products done: the map and E_g read
@@ -211,8 +218,8 @@ __global__ void __launch_bounds__(kScanThreadsPerCta, 1)
     }
     scan_store_map(piece, s, tid);
     fence_proxy_async();
+    poll(step + 3);
     __syncthreads();  // E_{step+2}'s rows stored (shared and global), the next map in place
-    if (tid == 0) ready_signal(space.ready(head));  // this CTA's rows of E_{step+2}
     trace_scan(2 + step);
   }
 }
