@@ -245,19 +245,7 @@ int scan_ctas_per_head() {
 
 // Mean microseconds per launch over kReps launches for (num_seqs, groups).
 double time_scan(const Form& f, int num_seqs, int groups, float* workspace, float* state) {
-  f.launch(num_seqs, groups, workspace, state);
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  cudaEventRecord(start);
-  for (int i = 0; i < kReps; ++i) f.launch(num_seqs, groups, workspace, state);
-  cudaEventRecord(stop);
-  cudaEventSynchronize(stop);
-  float ms = 0;
-  cudaEventElapsedTime(&ms, start, stop);
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return 1000.0 * ms / kReps;
+  return micro::mean_launch_us(kReps, [&] { f.launch(num_seqs, groups, workspace, state); });
 }
 
 }  // namespace

@@ -127,21 +127,6 @@ double check(const Problem& p, int num_seqs, const Device& d) {
   return worst / scale;
 }
 
-double time_scan(const Problem& p, int num_seqs, const Device& d) {
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  launch(p, num_seqs, d);
-  cudaEventRecord(start);
-  for (int i = 0; i < kReps; ++i) launch(p, num_seqs, d);
-  cudaEventRecord(stop);
-  cudaEventSynchronize(stop);
-  float ms = 0;
-  cudaEventElapsedTime(&ms, start, stop);
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return 1000.0 * ms / kReps;
-}
 
 }  // namespace
 
@@ -168,7 +153,7 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); ++i) {
     const Problem p = make_problem(shapes[i][0] * kVHeads, shapes[i][1], 11u);
     if (!upload(p, shapes[i][0], d)) return 1;
-    const double us = time_scan(p, shapes[i][0], d);
+    const double us = micro::mean_launch_us(kReps, [&] { launch(p, shapes[i][0], d); });
     if (!ok(cudaDeviceSynchronize(), "timing")) return 1;
     std::printf("%s\n  {\"seqs\": %d, \"groups\": %d, \"us\": %.3f}", i ? "," : "", shapes[i][0],
                 shapes[i][1], us);

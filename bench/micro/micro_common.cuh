@@ -1,5 +1,6 @@
 // What the micro-benchmarks here share: a kernel-side clock, a CUDA error check, an environment
-// flag and a median. Each micro-benchmark is one translation unit that includes this once.
+// flag, two timers and a median. Each micro-benchmark is one translation unit that includes this
+// once.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -44,6 +45,25 @@ double event_span_us(cudaEvent_t start, cudaEvent_t stop, Call&& call) {
   float ms = 0.0f;
   cudaEventElapsedTime(&ms, start, stop);
   return ms * 1000.0;
+}
+
+/// The mean span in us of `launch()` (launches on the default stream) over `reps` back-to-back
+/// launches, after one launch that is not timed.
+template <class Launch>
+double mean_launch_us(int reps, Launch&& launch) {
+  launch();
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  cudaEventRecord(start);
+  for (int i = 0; i < reps; ++i) launch();
+  cudaEventRecord(stop);
+  cudaEventSynchronize(stop);
+  float ms = 0.0f;
+  cudaEventElapsedTime(&ms, start, stop);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return 1000.0 * ms / reps;
 }
 
 /// The upper median of `v`; 0 for none.
