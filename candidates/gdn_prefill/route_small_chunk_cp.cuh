@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(SmallRoles<kRowWarps, kProducers>::kThreads)
   walk.length = tokens.count;
   if (index == 0) {
     // The scan counts the entry states it finishes from zero (small_chunk_groups.h).
-    if (walk.row0 == 0 && threadIdx.x == 0) *space.ready(head) = 0;
+    if (walk.row0 == 0 && threadIdx.x == 0) signal_clear(space.ready(head));
     // Tokens outside every sequence get zero output, as in the reference.
     if (seq == 0) small_clear_rows<kRows, kThreads>(args, 0, begin, walk.h, walk.row0);
     if (seq == args.num_seqs - 1)
@@ -83,7 +83,7 @@ __global__ void __launch_bounds__(SmallRoles<kRowWarps, kProducers>::kThreads)
   static_assert(Roles::kTilesPerHead == 1, "one CTA per walk: its flag is the CTA's");
   int* done = space.walk_done(head, index);
   if (threadIdx.x == 0) {
-    *done = 0;
+    signal_clear(done);
     gpu_fence();  // (and walk 0's zero of `ready` above)
   }
   SmallSmem& s = *reinterpret_cast<SmallSmem*>(smem);
@@ -110,9 +110,9 @@ __global__ void __launch_bounds__(SmallRoles<kRowWarps, kProducers>::kThreads)
 
 #if defined(__CUDACC__)  // a host build (the tests' CTA emulator) runs the kernel bodies itself
 /// The three launches in `groups` (at least 2) groups per sequence, on a workspace of
-/// SmallGroupSpace::floats(num_seqs, groups, total_tokens) floats, 16-byte aligned. Only the map
-/// pass reads the state and only the scan writes new_state, after it, so an in-place call
-/// (new_state == state) is safe.
+/// SmallGroupSpace::floats(num_seqs, groups, total_tokens) floats, 16-byte aligned. Only group 0's
+/// walk reads the state and only the scan writes new_state, which it starts only once that walk
+/// is done (it waits for E_1), so an in-place call (new_state == state) is safe.
 template <int kRowWarps, int kProducers>
 cudaError_t launch_small_chunk_cp(const PrefillArgs& args, float* workspace, int groups,
                                   cudaStream_t stream) {

@@ -21,8 +21,12 @@
 // per (sequence, head, walk of the map pass) one flag, `walk_done`, that the walk's CTA zeroes
 // when it starts and sets when its rows and outputs are stored, so that the scan and the
 // correction, launched while the map pass runs, take a group's matrices as soon as they are whole.
-// A walk zeroes its flags before the map pass lets its dependents launch (every CTA does, after a
-// fence, before griddepcontrol.launch_dependents), so no reader sees a flag of an earlier call.
+// A walk zeroes its flags with a relaxed GPU-scope store and a fence before the map pass lets its
+// dependents launch (every CTA does, before griddepcontrol.launch_dependents); the readers read
+// the L2 (relaxed or acquire loads), so on Hopper no reader sees a flag of an earlier call. The
+// PTX model promises visibility to a dependent only at griddepcontrol.wait, which the readers
+// cannot use (they run beside the map pass); a memset node before the map pass would, at a node
+// per call.
 #pragma once
 
 #include <cstdint>
@@ -96,10 +100,27 @@ __device__ __forceinline__ void ready_signal(int* counter) {
 }
 
 /// A fence at GPU scope: after a write others must see before a signal (a zeroed flag before
-/// launch_dependents), or after relaxed reads that saw a signal, before the reads it guards.
+/// launch_dependents).
 __device__ __forceinline__ void gpu_fence() {
 #if defined(__CUDACC__)
   __threadfence();
+#endif
+}
+
+/// After relaxed reads that saw a signal, before the reads it guards (with them, an acquire).
+__device__ __forceinline__ void acquire_fence() {
+#if defined(__CUDACC__)
+  asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+#endif
+}
+
+/// Zeroes a `ready` counter or `walk_done` flag at GPU scope (a relaxed store: the readers of the
+/// next call's signals read it in the L2).
+__device__ __forceinline__ void signal_clear(int* flag) {
+#if defined(__CUDACC__)
+  asm volatile("st.relaxed.gpu.global.s32 [%0], %1;\n" ::"l"(flag), "r"(0) : "memory");
+#else
+  *flag = 0;
 #endif
 }
 
@@ -117,7 +138,7 @@ constexpr unsigned kReadyPollNs = 500;
 
 /// Whether a `ready` counter or `walk_done` flag has reached `target` now: a relaxed read, which
 /// does not hold the thread's later loads back while it is in flight; where it has, the caller
-/// orders its later reads after it by a fence (__threadfence) before it tells the CTA.
+/// orders its later reads after it by acquire_fence before it tells the CTA.
 __device__ __forceinline__ bool ready_seen(const int* counter, int target) {
 #if defined(__CUDACC__)
   int seen;

@@ -135,7 +135,7 @@ __global__ void __launch_bounds__(kScanThreadsPerCta, 1)
   const auto poll = [&](int g) {
     if (tid == 0) {
       const bool seen = g < space.groups && scan_group_seen(space, head, g);
-      if (seen) gpu_fence();  // what the relaxed reads saw, ordered before later reads
+      if (seen) acquire_fence();  // what the relaxed reads saw, ordered before later reads
       s.next_seen = seen;
     }
   };

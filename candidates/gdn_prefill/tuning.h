@@ -148,8 +148,9 @@ constexpr long long kSmallCpOverlapMinSeqs = SMALL_CP_OVERLAP_MIN_SEQS;
 // group g, step g runs while the later groups still walk, and the call ends about one step after
 // the last group instead of groups - 1 steps after all of them. The stagger that matches is the
 // scan step over the wide CTA's chain step (about 1.9 us per 16-token chunk in the map pass on one
-// H100). A sequence too short for the whole stagger gets as much of it as keeps the first group
-// non-empty.
+// H100). A sequence too short for the whole stagger gets as much of it as its chunks allow
+// (group_tokens); one of fewer than G + d G (G - 1) / 2 chunks starts with empty groups, which
+// walk no chunk and pass their entry state on.
 constexpr int kSmallCpStaggerChunks = SMALL_CP_STAGGER;
 // ... or from kSmallCpLongMinGroups groups when they average at least kSmallCpLongGroupTokens
 // tokens: long groups pay the fill and the scan step back (with the finish pass, 2 sequences in
