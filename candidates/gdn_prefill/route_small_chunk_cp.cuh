@@ -118,7 +118,7 @@ cudaError_t launch_small_chunk_cp(const PrefillArgs& args, float* workspace, int
                                   cudaStream_t stream) {
   using Roles = SmallRoles<kRowWarps, kProducers>;
   constexpr int bytes = sizeof(SmallSmem), scan_bytes = sizeof(SmallScanSmem);
-  constexpr int correct_bytes = sizeof(SmallCorrectSmem);
+  constexpr int correct_bytes = kCorrectSmemBytes;
   cudaError_t e = cudaFuncSetAttribute(small_cp_map_kernel<kRowWarps, kProducers>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (e != cudaSuccess) return e;

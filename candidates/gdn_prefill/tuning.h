@@ -17,7 +17,8 @@
     !defined(SMALL_DECOUPLED) || !defined(SMALL_KEY_PARTS) || \
     !defined(SMALL_SPLIT_GATES) || !defined(SMALL_SPLIT_PHASE_B) || \
     !defined(SMALL_KEY_SPLIT_MAX_CTAS) || !defined(SMALL_EARLY_START) || \
-    !defined(SMALL_SCALED_STATE) || !defined(SMALL_SCALE_QK) || !defined(SMALL_CP_STAGGER)
+    !defined(SMALL_SCALED_STATE) || !defined(SMALL_SCALE_QK) || !defined(SMALL_CP_STAGGER) || \
+    !defined(SMALL_CORRECT_ONE_TRIP)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
 
@@ -152,6 +153,12 @@ constexpr long long kSmallCpOverlapMinSeqs = SMALL_CP_OVERLAP_MIN_SEQS;
 // (group_tokens); one of fewer than G + d G (G - 1) / 2 chunks starts with empty groups, which
 // walk no chunk and pass their entry state on.
 constexpr int kSmallCpStaggerChunks = SMALL_CP_STAGGER;
+// 1: a correction CTA (small_chunk_correct.cuh) issues every read it makes (E_g's rows, its 64
+// tokens' qmap rows and partials) before it uses any, one dependent memory round trip after its
+// waits; 0: two per 16-token slice (the qmap slice, a barrier, then its partials), eight in all.
+// By the timeline of ffb523b8154b (bench/results/2026-12-06_gdn_prefill_cp_timeline_h100.json)
+// a group's corrections end 8 us after its entry state at 1377 x 1, for 2 us of arithmetic.
+constexpr bool kSmallCorrectOneTrip = SMALL_CORRECT_ONE_TRIP != 0;
 // ... or from kSmallCpLongMinGroups groups when they average at least kSmallCpLongGroupTokens
 // tokens: long groups pay the fill and the scan step back (with the finish pass, 2 sequences in
 // 5 groups on one H200: 5709 tokens 231 -> 191 us, 3271 tokens 132 -> 122, while 2040 tokens,
@@ -289,6 +296,8 @@ static_assert(kSmallCpLongGroupTokens >= 0, "SMALL_CP_LONG_GROUP_TOKENS: 0 or mo
 static_assert(kSmallCpLongMinGroups >= 2, "SMALL_CP_LONG_MIN_GROUPS: 2 or more");
 static_assert(SMALL_SCALE_QK == 0 || SMALL_SCALE_QK == 1, "SMALL_SCALE_QK: 0 or 1");
 static_assert(kSmallCpStaggerChunks >= 0 && kSmallCpStaggerChunks <= 16, "SMALL_CP_STAGGER: 0 to 16");
+static_assert(SMALL_CORRECT_ONE_TRIP == 0 || SMALL_CORRECT_ONE_TRIP == 1,
+              "SMALL_CORRECT_ONE_TRIP: 0 or 1");
 // Above 32 the held rows' bound 2^(b + 24) leaves too little of fp32's range for the state.
 static_assert(SMALL_SCALED_STATE >= 0 && SMALL_SCALED_STATE <= 32, "SMALL_SCALED_STATE: 0 to 32");
 static_assert(kSmallCpCtas >= 1 && kSmallCpGroupTokens >= 1,
