@@ -125,6 +125,9 @@ cudaError_t launch_small_chunk_cp(const PrefillArgs& args, float* workspace, int
   e = cudaFuncSetAttribute(small_cp_scan_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                            scan_bytes);
   if (e != cudaSuccess) return e;
+  e = cudaFuncSetAttribute(small_cp_correct_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           correct_bytes);
+  if (e != cudaSuccess) return e;
   const SmallGroupSpace space{workspace, groups, args.num_seqs, args.total_tokens};
   const int64_t heads = args.num_seqs * kVHeads;
   const int64_t map_ctas = heads * small_cp_map_walks(groups) * Roles::kTilesPerHead;

@@ -26,20 +26,27 @@ constexpr int kCorrectTokens = 64;  // tokens per CTA, in slices of kSmallChunk
 constexpr int kCorrectSlices = kCorrectTokens / kSmallChunk;
 static_assert(kCorrectTokens % kSmallChunk == 0);
 
-// The staged qmap rows. SMALL_CORRECT_ONE_TRIP: all of the CTA's as they are in global memory
-// (fp32, copied by cp.async, so they hold no registers while in flight), each B fragment split
-// into bf16 hi and lo as it is read; rows of kSmallKStride floats, so that a half-warp's 8-byte
-// fragment reads (4 tokens x 4 key pairs) cover the 32 banks once. Else one slice's at a time,
-// split when stored. A launch asks for the bytes of the form in use (kCorrectSmemBytes).
+// What a CTA stages. SMALL_CORRECT_ONE_TRIP: all of its qmap rows and partials as they are in
+// global memory (fp32, copied by cp.async, so that they hold no registers while in flight: the
+// kernel stays within 128 registers, two CTAs per SM), each qmap B fragment split into bf16 hi and
+// lo as it is read. Row strides for conflict-free reads: a half-warp's 8-byte qmap fragment reads
+// (4 tokens x 4 key pairs, rows of kSmallKStride floats) and a warp's partial reads (tokens 2c,
+// values g: rows of kCorrectPartialStride floats) each cover the 32 banks once. Else one slice's
+// qmap rows at a time, split when stored, and the partials read from global memory into
+// registers. A launch asks for the bytes of the form in use (kCorrectSmemBytes).
+constexpr int kCorrectPartialStride = kHeadSize + 4;
 union SmallCorrectSmem {
-  float q[kCorrectTokens][kSmallKStride];  // [token][key]
+  struct {
+    float q[kCorrectTokens][kSmallKStride];          // qmap, [token][key]
+    float p[kCorrectTokens][kCorrectPartialStride];  // partials, [token][value]
+  } rows;
   struct {
     __nv_bfloat16 hi[kSmallChunk][kSmallKStride];  // [token][key]
     __nv_bfloat16 lo[kSmallChunk][kSmallKStride];
   } split;
 };
 constexpr int kCorrectSmemBytes =
-    kSmallCorrectOneTrip ? sizeof(SmallCorrectSmem::q) : sizeof(SmallCorrectSmem::split);
+    kSmallCorrectOneTrip ? sizeof(SmallCorrectSmem::rows) : sizeof(SmallCorrectSmem::split);
 
 /// The B fragments (hi, lo) of key step k for the slice's tokens at staged row `row`: tokens
 /// row + g (entries 0, 1) and row + 8 + g (entries 2, 3), keys 16k + 2c, +1 and 16k + 8 + 2c, +1.
@@ -52,7 +59,7 @@ __device__ __forceinline__ void qmap_fragments(const SmallCorrectSmem& s, int ro
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const float2 x =
-            *reinterpret_cast<const float2*>(&s.q[row + 8 * nt + g][16 * k + 8 * half + 2 * c]);
+            *reinterpret_cast<const float2*>(&s.rows.q[row + 8 * nt + g][16 * k + 8 * half + 2 * c]);
         split_bf16x2(x.x, x.y, bh[2 * nt + half], bl[2 * nt + half]);
       }
   } else {
@@ -150,31 +157,39 @@ __global__ void __launch_bounds__(kCorrectThreads)
   constexpr int64_t kTokenStride = int64_t{kVHeads} * kHeadSize;
   uint32_t ehi[kHeadSize / 16][4], elo[kHeadSize / 16][4];  // E_g's A fragments, per key step
   if constexpr (kSmallCorrectOneTrip) {
-    // The 64 tokens' qmap rows (zeros past count), E_g's rows and the partials all requested
+    // The 64 tokens' qmap rows and partials (zeros past count) and E_g's rows all requested
     // before any is used.
     constexpr int kChunksPerRow = kHeadSize / 4;  // 16-byte copies
     for (int i = static_cast<int>(threadIdx.x); i < kCorrectTokens * kChunksPerRow;
          i += kCorrectThreads) {
-      const int token = i / kChunksPerRow, key = 4 * (i % kChunksPerRow);
-      copy_16b_async(&s.q[token][key], qmap + (first + token) * kTokenStride + key, token < count);
+      const int token = i / kChunksPerRow, at = 4 * (i % kChunksPerRow);
+      const int64_t from = (first + token) * kTokenStride + at;
+      copy_16b_async(&s.rows.q[token][at], qmap + from, token < count);
+      copy_16b_async(&s.rows.p[token][at], partial + from, token < count);
     }
     copy_commit();
-    float m[16][4];
-    small_load_rows(m, space.exit(head, group - 1) + row0 * kHeadSize, lane);
-    float acc[kCorrectSlices][2][4];
+    {
+      float m[16][4];
+      small_load_rows(m, space.exit(head, group - 1) + row0 * kHeadSize, lane);
 #pragma unroll
-    for (int sl = 0; sl < kCorrectSlices; ++sl)
-      load_slice_partials(acc[sl], partial, first + kSmallChunk * sl, count - kSmallChunk * sl,
-                          row0, lane);
-#pragma unroll
-    for (int k = 0; k < kHeadSize / 16; ++k) split_a_fragment(m[2 * k], m[2 * k + 1], ehi[k], elo[k]);
+      for (int k = 0; k < kHeadSize / 16; ++k)
+        split_a_fragment(m[2 * k], m[2 * k + 1], ehi[k], elo[k]);
+    }
     copy_wait<0>();
     __syncthreads();
+    const int g = lane / 4, c = lane % 4;
 #pragma unroll
     for (int sl = 0; sl < kCorrectSlices; ++sl)
-      if (kSmallChunk * sl < count)  // CTA-uniform
-        correct_slice(acc[sl], ehi, elo, s, kSmallChunk * sl, count - kSmallChunk * sl,
+      if (kSmallChunk * sl < count) {  // CTA-uniform
+        float acc[2][4];
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            acc[nt][e] = s.rows.p[kSmallChunk * sl + 8 * nt + 2 * c + e % 2][row0 + g + 8 * (e / 2)];
+        correct_slice(acc, ehi, elo, s, kSmallChunk * sl, count - kSmallChunk * sl,
                       out + (first + kSmallChunk * sl) * kTokenStride, row0, lane);
+      }
   } else {
     {
       float m[16][4];
