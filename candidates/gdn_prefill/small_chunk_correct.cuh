@@ -98,17 +98,17 @@ __device__ __forceinline__ void correct_slice(float (&acc)[2][4],
     }
 }
 
-/// A warp's partials of the 16-token slice whose first token is `first`, n of them valid, as
-/// correct_slice's accumulators (zero past n).
-__device__ __forceinline__ void load_slice_partials(float (&acc)[2][4], const float* partial,
-                                                    int64_t first, int n, int row0, int lane) {
+/// A warp's partials of a 16-token slice, n of them valid, as correct_slice's accumulators (zero
+/// past n): token t's values at rows + t * stride (global memory, or the staged rows).
+__device__ __forceinline__ void load_slice_partials(float (&acc)[2][4], const float* rows,
+                                                    int64_t stride, int n, int row0, int lane) {
   const int g = lane / 4, c = lane % 4;
 #pragma unroll
   for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int t = 8 * nt + 2 * c + e % 2, v = row0 + g + 8 * (e / 2);
-      acc[nt][e] = t < n ? partial[(first + t) * kVHeads * kHeadSize + v] : 0.0f;
+      acc[nt][e] = t < n ? rows[t * stride + v] : 0.0f;
     }
 }
 
@@ -155,10 +155,9 @@ __global__ void __launch_bounds__(kCorrectThreads)
   const float* qmap = space.qmap() + h * kHeadSize;
   __nv_bfloat16* out = args.output + h * kHeadSize;
   constexpr int64_t kTokenStride = int64_t{kVHeads} * kHeadSize;
-  uint32_t ehi[kHeadSize / 16][4], elo[kHeadSize / 16][4];  // E_g's A fragments, per key step
   if constexpr (kSmallCorrectOneTrip) {
-    // The 64 tokens' qmap rows and partials (zeros past count) and E_g's rows all requested
-    // before any is used.
+    // The 64 tokens' qmap rows and partials (zeros past count), then E_g's rows below: all
+    // requested before any is used.
     constexpr int kChunksPerRow = kHeadSize / 4;  // 16-byte copies
     for (int i = static_cast<int>(threadIdx.x); i < kCorrectTokens * kChunksPerRow;
          i += kCorrectThreads) {
@@ -168,36 +167,27 @@ __global__ void __launch_bounds__(kCorrectThreads)
       copy_16b_async(&s.rows.p[token][at], partial + from, token < count);
     }
     copy_commit();
-    {
-      float m[16][4];
-      small_load_rows(m, space.exit(head, group - 1) + row0 * kHeadSize, lane);
+  }
+  uint32_t ehi[kHeadSize / 16][4], elo[kHeadSize / 16][4];  // E_g's A fragments, per key step
+  {
+    float m[16][4];
+    small_load_rows(m, space.exit(head, group - 1) + row0 * kHeadSize, lane);
 #pragma unroll
-      for (int k = 0; k < kHeadSize / 16; ++k)
-        split_a_fragment(m[2 * k], m[2 * k + 1], ehi[k], elo[k]);
-    }
+    for (int k = 0; k < kHeadSize / 16; ++k) split_a_fragment(m[2 * k], m[2 * k + 1], ehi[k], elo[k]);
+  }
+  if constexpr (kSmallCorrectOneTrip) {
     copy_wait<0>();
     __syncthreads();
-    const int g = lane / 4, c = lane % 4;
 #pragma unroll
     for (int sl = 0; sl < kCorrectSlices; ++sl)
       if (kSmallChunk * sl < count) {  // CTA-uniform
+        const int t0 = kSmallChunk * sl;
         float acc[2][4];
-#pragma unroll
-        for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-          for (int e = 0; e < 4; ++e)
-            acc[nt][e] = s.rows.p[kSmallChunk * sl + 8 * nt + 2 * c + e % 2][row0 + g + 8 * (e / 2)];
-        correct_slice(acc, ehi, elo, s, kSmallChunk * sl, count - kSmallChunk * sl,
-                      out + (first + kSmallChunk * sl) * kTokenStride, row0, lane);
+        load_slice_partials(acc, s.rows.p[t0], kCorrectPartialStride, count - t0, row0, lane);
+        correct_slice(acc, ehi, elo, s, t0, count - t0, out + (first + t0) * kTokenStride, row0,
+                      lane);
       }
   } else {
-    {
-      float m[16][4];
-      small_load_rows(m, space.exit(head, group - 1) + row0 * kHeadSize, lane);
-#pragma unroll
-      for (int k = 0; k < kHeadSize / 16; ++k)
-        split_a_fragment(m[2 * k], m[2 * k + 1], ehi[k], elo[k]);
-    }
     for (int t0 = 0; t0 < count; t0 += kSmallChunk) {
       const int n = count - t0 < kSmallChunk ? count - t0 : kSmallChunk;
       // The slice's qmap rows, split: two floats per thread and step.
@@ -214,7 +204,7 @@ __global__ void __launch_bounds__(kCorrectThreads)
       }
       __syncthreads();
       float acc[2][4];
-      load_slice_partials(acc, partial, first + t0, n, row0, lane);
+      load_slice_partials(acc, partial + (first + t0) * kTokenStride, kTokenStride, n, row0, lane);
       correct_slice(acc, ehi, elo, s, 0, n, out + (first + t0) * kTokenStride, row0, lane);
       __syncthreads();  // the slice's rows are read before the next overwrites them
     }
