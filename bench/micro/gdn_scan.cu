@@ -89,7 +89,22 @@ bool upload(const Problem& p, int num_seqs, const Device& d) {
     for (int st = 0; st < p.steps(); ++st) {
       std::memcpy(&ws[at(space.exit(h, st + 1))], &p.b[(size_t(h) * p.steps() + st) * mat],
                   mat * 4);
-      std::memcpy(&ws[at(space.map(h, st))], &p.a[(size_t(h) * p.steps() + st) * mat], mat * 4);
+      const float* a = &p.a[(size_t(h) * p.steps() + st) * mat];
+#if defined(GDN_SCAN_MAP_KMAJOR)  // A^T in the wgmma operand layout, with its tf32 remainders
+      for (int k = 0; k < kD; ++k)
+        for (int n = 0; n < kD; ++n) {
+          const float x = a[k * kD + n];
+          uint32_t bits;
+          std::memcpy(&bits, &x, 4);
+          bits &= 0xffffe000u;
+          float hi;
+          std::memcpy(&hi, &bits, 4);
+          ws[at(space.map(h, st)) + kmajor_offset(n, k)] = x;
+          ws[at(space.map_lo(h, st)) + kmajor_offset(n, k)] = x - hi;
+        }
+#else
+      std::memcpy(&ws[at(space.map(h, st))], a, mat * 4);
+#endif
     }
     for (int w = 0; w < 2 * p.groups - 1; ++w) {
       const int one = 1;

@@ -76,7 +76,8 @@ __global__ void __launch_bounds__(SmallRoles<kRowWarps, kProducers>::kThreads)
     walk.exit = space.exit(head, index);  // B_index
   } else {
     walk.partial = space.qmap() + (walk.begin * kVHeads + walk.h) * kHeadSize;
-    walk.exit = space.map(head, group - 1);  // A_group
+    walk.exit = space.map(head, group - 1);  // A_group, transposed
+    walk.exit_lo = space.map_lo(head, group - 1);
   }
   // This walk's flag is zeroed before the scan and the correction may launch (the dependents
   // of this grid launch once every CTA has passed launch_dependents below, after this fence).

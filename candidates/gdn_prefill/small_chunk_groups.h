@@ -9,7 +9,11 @@
 //   exits[e], e = 0 .. groups - 1:  exits[0] is E_1 (group 0 writes it); the map pass writes B_e
 //                                   into exits[e] for e >= 1, and the scan replaces B_e with
 //                                   E_{e+1} for e <= groups - 2 (E_groups goes to new_state)
-//   maps[m],  m = 0 .. groups - 2:  A_{m+1} (group 0's map is never needed)
+//   maps[m],  m = 0 .. groups - 2:  A_{m+1} (group 0's map is never needed), stored transposed
+//                                   as the scan's wgmma operand (warpgroup_mma.cuh: A^T K-major,
+//                                   element (k, n) of A at kmajor_offset(n, k)), so that the scan
+//                                   copies it into shared memory as it is, by bulk copies
+//   maps_lo[m]:                     the same entries' tf32 remainders (tf32_remainder)
 // and per token t of a group g >= 1, head h, in the output's [token][head][row] layout (fp32):
 //   partial[t][h]:  the output of the walk from zero (B_g's walk, without the entry state)
 //   qmap[t][h]:     A_{g,<=t} q_t scale, the query through the group's map up to and including t
@@ -47,7 +51,7 @@ struct SmallGroupSpace {
   int64_t total_tokens = 0;
 
   __host__ __device__ static constexpr int64_t matrix_floats(int64_t num_seqs, int groups) {
-    return num_seqs * kVHeads * (2 * int64_t{groups} - 1) * kStateFloats;
+    return num_seqs * kVHeads * (3 * int64_t{groups} - 2) * kStateFloats;
   }
   __host__ __device__ static constexpr int64_t token_floats(int64_t total_tokens) {
     return total_tokens * kVHeads * kHeadSize;
@@ -61,10 +65,14 @@ struct SmallGroupSpace {
   __host__ __device__ float* exit(int64_t head, int e) const {
     return workspace + (head * groups + e) * int64_t{kStateFloats};
   }
-  /// A_{m+1} of (sequence, head) `head`.
+  /// A_{m+1} of (sequence, head) `head`, transposed into the scan's operand layout.
   __host__ __device__ float* map(int64_t head, int m) const {
     return workspace + (num_seqs * kVHeads * groups + head * (groups - 1) + m) *
                            int64_t{kStateFloats};
+  }
+  /// The tf32 remainders of map(head, m), in the same layout.
+  __host__ __device__ float* map_lo(int64_t head, int m) const {
+    return map(head, m) + num_seqs * kVHeads * (groups - 1) * int64_t{kStateFloats};
   }
   /// Token 0's rows of the walks-from-zero outputs, [token][head][row] like the output.
   __host__ __device__ float* partial() const {

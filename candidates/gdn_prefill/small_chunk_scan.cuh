@@ -9,12 +9,15 @@
 // so each CTA owns kScanRowsPerCta rows for the whole scan and no CTA waits on another's rows: one
 // CTA barrier per step, no cluster exchange. The products run on warpgroup MMAs
 // (warpgroup_mma.cuh) in transposed form, E_{g+1}^T = A_g^T E_g^T: tf32 wgmma wants both operands
-// K-major, which the rows of E are ([v][k]) and the map is not ([k][n]), so each step's map is
-// loaded by all threads (a step ahead, into registers, while the previous step's products run,
-// where its group's walks are already done) and stored transposed with its tf32 remainders;
-// the two warpgroups each take 64 of the 128 output columns (the wgmma M), the CTA's rows are the
-// wgmma N. On one H100 (bench/micro/gdn_wgmma_scan.cu) the mma.sync form this replaces took about
-// 4.4 us a step with its cluster exchange; a tf32 wgmma step of 32 rows is ~0.8 us of tensor work.
+// K-major, which the rows of E are ([v][k]) and the map is not ([k][n]), so the map pass stores
+// each map transposed into that layout with its tf32 remainders (small_chunk_groups.h), and the
+// scan takes them by bulk copies: the remainders' copy for the next step starts once this step's
+// products that read them are done, the map's once the others are, and the next step's first
+// products (the remainders') overlap the map's landing. The two warpgroups each take 64 of the
+// 128 output columns (the wgmma M), the CTA's rows are the wgmma N. On one H100 (2026-12-07,
+// bench/micro/gdn_scan.cu) the form that loaded each map into registers and stored it transposed
+// took 4.9 us a step, 1.6 us of it the transposed stores and ~1 us the map's exposed load;
+// the tensor work is ~1.1 us.
 //
 // The scan starts while the map pass runs (route_small_chunk_cp.cuh): step s needs group s + 1's
 // walks (A_{s+1}, B_{s+1}), so the CTA waits for groups 0 and 1, and each later group's walks are
@@ -29,73 +32,34 @@
 #include "trace.cuh"
 #include "warpgroup_mma.cuh"
 
+// For bench/micro/gdn_scan.cu: the maps in the workspace are transposed with their remainders.
+#define GDN_SCAN_MAP_KMAJOR 1
+
 namespace khk::gdn_prefill {
 
 constexpr int kScanRowsPerCta = 32;  // the wgmma N
 constexpr int kScanCtasPerHead = kHeadSize / kScanRowsPerCta;
 constexpr int kScanWarpgroups = kHeadSize / 64;  // each 64 output columns: the wgmma M
 constexpr int kScanThreadsPerCta = 128 * kScanWarpgroups;
-constexpr int kScanMapPieces = kHeadSize * kHeadSize / 4 / kScanThreadsPerCta;  // float4 each
-static_assert(kScanMapPieces * kScanThreadsPerCta * 4 == kHeadSize * kHeadSize &&
-                  kScanThreadsPerCta % 32 == 0 && kScanMapPieces * (kScanThreadsPerCta / 32) ==
-                                                      (kHeadSize / 4) * (kHeadSize / 32),
-              "a warp's piece of the map is 4 keys x 32 columns");
-
 struct SmallScanSmem {
   float map[kHeadSize * kHeadSize];     // A_g^T, K-major (warpgroup_mma.cuh)
   float map_lo[kHeadSize * kHeadSize];  // its tf32 remainders
   float e[kScanRowsPerCta * kHeadSize];     // the CTA's rows of E_g, K-major
   float e_lo[kScanRowsPerCta * kHeadSize];  // their tf32 remainders
+  uint64_t landed_lo, landed;  // the bulk copies of map_lo and map, one phase per step
   int next_seen;  // thread 0's word to the CTA: the next step's group seen done
 };
 
-/// x minus its truncation to tf32: the part the tensor cores drop, itself a tf32 to ~2^-21 |x|.
-__device__ __forceinline__ float tf32_remainder(float x) {
-  return x - __uint_as_float(__float_as_uint(x) & 0xffffe000u);
-}
+constexpr uint32_t kScanMapBytes = sizeof(float) * kHeadSize * kHeadSize;
 
-/// The thread's pieces of map A (row-major [k][n]) into registers: piece i of warp w covers keys
-/// 4 kb .. 4 kb + 3 and columns 32 nb .. 32 nb + 31 of block b = i x warps + w (kb = b / 4,
-/// nb = b % 4); lane l takes key 4 kb + l % 4, columns 32 nb + 4 (l / 4) .. + 3 (128 contiguous
-/// bytes per key across the warp).
-__device__ __forceinline__ void scan_load_map(const float* map, float4 (&piece)[kScanMapPieces],
-                                              int tid) {
-  const int warp = tid / 32, lane = tid % 32;
-#pragma unroll
-  for (int i = 0; i < kScanMapPieces; ++i) {
-    const int b = i * (kScanThreadsPerCta / 32) + warp;
-    const int k = 4 * (b / 4) + lane % 4, n = 32 * (b % 4) + 4 * (lane / 4);
-    piece[i] = *reinterpret_cast<const float4*>(map + k * kHeadSize + n);
-  }
-}
-
-/// The pieces into shared memory transposed (A^T, K-major) with their remainders. Lane l stores
-/// its four columns starting from the (l / 8)-th, so that each store of the warp covers the 32
-/// (column % 8, key % 4) pairs, i.e. the 32 banks.
-__device__ __forceinline__ void scan_store_map(const float4 (&piece)[kScanMapPieces],
-                                               SmallScanSmem& s, int tid) {
-  const int warp = tid / 32, lane = tid % 32, r = lane / 8;
-#pragma unroll
-  for (int i = 0; i < kScanMapPieces; ++i) {
-    const int b = i * (kScanThreadsPerCta / 32) + warp;
-    const int k = 4 * (b / 4) + lane % 4, n = 32 * (b % 4) + 4 * (lane / 4);
-    float v[4] = {piece[i].x, piece[i].y, piece[i].z, piece[i].w};
-    if (r & 1) {  // rotate left by r, so that v[q] is column n + (q + r) % 4
-      const float t = v[0];
-      v[0] = v[1], v[1] = v[2], v[2] = v[3], v[3] = t;
-    }
-    if (r & 2) {
-      float t = v[0];
-      v[0] = v[2], v[2] = t;
-      t = v[1], v[1] = v[3], v[3] = t;
-    }
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      const int at = kmajor_offset(n + (q + r) % 4, k);
-      s.map[at] = v[q];
-      s.map_lo[at] = tf32_remainder(v[q]);
-    }
-  }
+/// The bulk copy of step m's map remainders (lo) or map into shared memory, by the one thread that
+/// issues the scan's copies, once that buffer's readers are done with it.
+__device__ __forceinline__ void scan_copy_map(const SmallGroupSpace& space, int64_t head, int m,
+                                              bool lo, SmallScanSmem& s) {
+  uint64_t* landed = lo ? &s.landed_lo : &s.landed;
+  barrier_arrive_expect(landed, kScanMapBytes);
+  bulk_copy_to_shared(lo ? s.map_lo : s.map, lo ? space.map_lo(head, m) : space.map(head, m),
+                      kScanMapBytes, landed);
 }
 
 /// Whether group g >= 1's two walks (B_g's from zero, A_g's from the identity) are seen done now
@@ -130,24 +94,29 @@ __global__ void __launch_bounds__(kScanThreadsPerCta, 1)
   const auto row = [&](int j, int e) { return 8 * j + 2 * c + e % 2; };
 
   // Thread 0's word to the CTA after the next barrier: whether the group of the map after the next
-  // step's is seen done (relaxed reads, then a fence where seen), so that the step can load that
-  // map while its products run.
+  // step's is seen done (relaxed reads, then fences where seen: thread 0 copies that map next).
   const auto poll = [&](int g) {
     if (tid == 0) {
       const bool seen = g < space.groups && scan_group_seen(space, head, g);
-      if (seen) acquire_fence();  // what the relaxed reads saw, ordered before later reads
+      if (seen) {
+        acquire_fence();  // what the relaxed reads saw, ordered before later reads
+        fence_proxy_async_global();  // ... and before the bulk copies' reads
+      }
       s.next_seen = seen;
     }
   };
   if (tid == 0) {
+    barrier_init(&s.landed_lo, 1);
+    barrier_init(&s.landed, 1);
     ready_wait(space.walk_done(head, space.zero_walk(0)), 1);  // E_1
     scan_group_wait(space, head, 1);
+    fence_proxy_async_global();
+    scan_copy_map(space, head, 0, true, s);
+    scan_copy_map(space, head, 0, false, s);
   }
   trace_scan(1);
   poll(2);
-  __syncthreads();
-  float4 piece[kScanMapPieces];
-  scan_load_map(space.map(head, 0), piece, tid);
+  __syncthreads();  // the barriers initialised, E_1 and group 1 done
   {  // E_1's rows, K-major, with their remainders
     const float* e1 = space.exit(head, 0) + row0 * kHeadSize;
     for (int u = tid; u < kScanRowsPerCta * kHeadSize / 4; u += kScanThreadsPerCta) {
@@ -159,13 +128,12 @@ __global__ void __launch_bounds__(kScanThreadsPerCta, 1)
                       tf32_remainder(x.w));
     }
   }
-  scan_store_map(piece, s, tid);
   fence_proxy_async();  // the generic stores, before the tensor cores read them
   __syncthreads();
 
   for (int step = 0; step < steps; ++step) {
     const bool more = step + 1 < steps;
-    const bool loaded = s.next_seen;  // group step + 2 seen done: its map loads during the products
+    const bool copy_early = more && s.next_seen;  // group step + 2 seen done: copy during products
     // B_{step+1} at the accumulator's places (read here, used at the end), and where E_{step+2}
     // goes: over it, or the last into new_state.
     const float* from = space.exit(head, step + 1) + row0 * kHeadSize;
@@ -181,23 +149,31 @@ __global__ void __launch_bounds__(kScanThreadsPerCta, 1)
     for (int i = 0; i < 16; ++i) acc[i] = 0.0f;
     const float* a = s.map + kmajor_offset(64 * wg, 0);
     const float* a_lo = s.map_lo + kmajor_offset(64 * wg, 0);
+    // The small terms first, in two groups: A's remainders (their buffer is free once the first
+    // group is done), then E's remainders and the main term through A.
+    barrier_wait(&s.landed_lo, step & 1);
     wgmma_fence();
 #pragma unroll
-    for (int k = 0; k < kHeadSize; k += 8) {  // the small terms first
-      wgmma_tf32_m64n32k8(acc, a_lo, s.e, k);
-      wgmma_tf32_m64n32k8(acc, a, s.e_lo, k);
-    }
+    for (int k = 0; k < kHeadSize; k += 8) wgmma_tf32_m64n32k8(acc, a_lo, s.e, k);
+    wgmma_commit();
+    barrier_wait(&s.landed, step & 1);
+    wgmma_fence();  // (the accumulators are the first group's, still in flight)
+#pragma unroll
+    for (int k = 0; k < kHeadSize; k += 8) wgmma_tf32_m64n32k8(acc, a, s.e_lo, k);
 #pragma unroll
     for (int k = 0; k < kHeadSize; k += 8) wgmma_tf32_m64n32k8(acc, a, s.e, k);
     wgmma_commit();
     // While the products run: the previous step's rows counted for the correction (stored before
-    // the last barrier), and the next map loaded (or this one again where the next is not known
-    // done: loaded once more after the wait). The loops stay unrolled: a loop between the MMAs
-    // and the wait serializes them.
+    // the last barrier); then the next map's two copies, each once both warpgroups' products that
+    // read its buffer are done. The loops stay unrolled: a loop between the MMAs and the wait
+    // serializes them.
     if (tid == 0 && step > 0) ready_signal(space.ready(head));  // this CTA's rows of E_{step+1}
-    scan_load_map(space.map(head, loaded ? step + 1 : step), piece, tid);
-    wgmma_wait_all();
-    __syncthreads();  // both warpgroups' products done: the map and E_g read
+    wgmma_wait<1>();
+    __syncthreads();  // A's remainders read
+    if (tid == 0 && copy_early) scan_copy_map(space, head, step + 1, true, s);
+    wgmma_wait<0>();
+    __syncthreads();  // both warpgroups' products done: A and E_g read
+    if (tid == 0 && copy_early) scan_copy_map(space, head, step + 1, false, s);
 #pragma unroll
     for (int j = 0; j < 4; ++j)
 #pragma unroll
@@ -211,15 +187,15 @@ __global__ void __launch_bounds__(kScanThreadsPerCta, 1)
       trace_scan(2 + step);
       break;
     }
-    if (!loaded) {
-      if (tid == 0) scan_group_wait(space, head, step + 2);
-      __syncthreads();
-      scan_load_map(space.map(head, step + 1), piece, tid);
+    if (tid == 0 && !copy_early) {  // the next group's walks were not seen done: wait, then copy
+      scan_group_wait(space, head, step + 2);
+      fence_proxy_async_global();
+      scan_copy_map(space, head, step + 1, true, s);
+      scan_copy_map(space, head, step + 1, false, s);
     }
-    scan_store_map(piece, s, tid);
-    fence_proxy_async();
+    fence_proxy_async();  // E's generic stores, before the tensor cores read them
     poll(step + 3);
-    __syncthreads();  // E_{step+2}'s rows stored (shared and global), the next map in place
+    __syncthreads();  // E_{step+2}'s rows stored (shared and global)
     trace_scan(2 + step);
   }
 }

@@ -41,6 +41,11 @@ __host__ __device__ constexpr int kmajor_offset(int r, int k) {
   return (r / 8) * (kWgSboBytes / 4) + (k / 4) * (kWgLboBytes / 4) + (r % 8) * 4 + k % 4;
 }
 
+/// x minus its truncation to tf32: the part the tensor cores drop, itself a tf32 to ~2^-21 |x|.
+__device__ __forceinline__ float tf32_remainder(float x) {
+  return x - __uint_as_float(__float_as_uint(x) & 0xffffe000u);
+}
+
 /// Waits for this thread's earlier register writes before the warpgroup's next wgmma reads them.
 __device__ __forceinline__ void wgmma_fence() {
 #if defined(__CUDACC__)
@@ -56,13 +61,14 @@ __device__ __forceinline__ void wgmma_commit() {
   khk_host::wgmma_commit();
 #endif
 }
-/// Waits until every committed wgmma of the warpgroup has completed (its accumulators written,
-/// its shared-memory operands read).
-__device__ __forceinline__ void wgmma_wait_all() {
+/// Waits until at most `kPending` of the warpgroup's committed wgmma groups are still running (the
+/// others' accumulators written, their shared-memory operands read).
+template <int kPending>
+__device__ __forceinline__ void wgmma_wait() {
 #if defined(__CUDACC__)
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
 #else
-  khk_host::wgmma_wait(0);
+  khk_host::wgmma_wait(kPending);
 #endif
 }
 
@@ -80,7 +86,7 @@ __device__ __forceinline__ uint64_t wgmma_descriptor(const float* at) {
 
 /// d (64 x 32) += a (64 x 8) b^T (8 x 32) for keys [k0, k0 + 8): a's rows from `a` (row 0 of the
 /// warpgroup's 64), b's 32 rows from `b`, both K-major as above; asynchronous on the device (read
-/// d only after wgmma_wait_all, and write neither operand before it).
+/// d only after wgmma_wait, and write neither operand before it).
 __device__ __forceinline__ void wgmma_tf32_m64n32k8(float (&d)[16], const float* a, const float* b,
                                                     int k0) {
   const uint64_t da = wgmma_descriptor(a + kmajor_offset(0, k0));
