@@ -11,9 +11,11 @@
 // (warpgroup_mma.cuh) in transposed form, E_{g+1}^T = A_g^T E_g^T: tf32 wgmma wants both operands
 // K-major, which the rows of E are ([v][k]) and the map is not ([k][n]), so the map pass stores
 // each map transposed into that layout with its tf32 remainders (small_chunk_groups.h), and the
-// scan takes them by bulk copies: the remainders' copy for the next step starts once this step's
-// products that read them are done, the map's once the others are, and the next step's first
-// products (the remainders') overlap the map's landing. The two warpgroups each take 64 of the
+// scan takes them by bulk copies into a ring of kScanMapBuffers buffers (tuning.h): with two, the
+// next step's remainders are copied once this step's products that read them are done and its
+// map once the others are, so the next step's first products (the remainders') overlap the map's
+// landing; with three, the next remainders as the step starts and the next map once this step's
+// remainders are read. The two warpgroups each take 64 of the
 // 128 output columns (the wgmma M), the CTA's rows are the wgmma N. On one H100 (2026-12-07,
 // bench/micro/gdn_scan.cu) the form that loaded each map into registers and stored it transposed
 // took 4.9 us a step, 1.6 us of it the transposed stores and ~1 us the map's exposed load;
@@ -42,24 +44,39 @@ constexpr int kScanCtasPerHead = kHeadSize / kScanRowsPerCta;
 constexpr int kScanWarpgroups = kHeadSize / 64;  // each 64 output columns: the wgmma M
 constexpr int kScanThreadsPerCta = 128 * kScanWarpgroups;
 struct SmallScanSmem {
-  float map[kHeadSize * kHeadSize];     // A_g^T, K-major (warpgroup_mma.cuh)
-  float map_lo[kHeadSize * kHeadSize];  // its tf32 remainders
+  float maps[kScanMapBuffers][kHeadSize * kHeadSize];  // A_g^T, K-major (warpgroup_mma.cuh), or
+                                                       // its tf32 remainders: scan_fill
   float e[kScanRowsPerCta * kHeadSize];     // the CTA's rows of E_g, K-major
   float e_lo[kScanRowsPerCta * kHeadSize];  // their tf32 remainders
-  uint64_t landed_lo, landed;  // the bulk copies of map_lo and map, one phase per step
+  uint64_t landed[kScanMapBuffers];  // each buffer's bulk copy, one phase per fill
   int next_seen;  // thread 0's word to the CTA: the next step's group seen done
 };
 
 constexpr uint32_t kScanMapBytes = sizeof(float) * kHeadSize * kHeadSize;
 
-/// The bulk copy of step m's map remainders (lo) or map into shared memory, by the one thread that
-/// issues the scan's copies, once that buffer's readers are done with it.
-__device__ __forceinline__ void scan_copy_map(const SmallGroupSpace& space, int64_t head, int m,
-                                              bool lo, SmallScanSmem& s) {
-  uint64_t* landed = lo ? &s.landed_lo : &s.landed;
-  barrier_arrive_expect(landed, kScanMapBytes);
-  bulk_copy_to_shared(lo ? s.map_lo : s.map, lo ? space.map_lo(head, m) : space.map(head, m),
-                      kScanMapBytes, landed);
+/// The maps' copies into the buffers, in the order the steps read them: fill 2 m is step m's
+/// remainders, fill 2 m + 1 its map, each into buffer fill % kScanMapBuffers on that buffer's
+/// barrier, whose (fill / kScanMapBuffers)-th phase it completes.
+__device__ __forceinline__ int scan_fill_buffer(int fill) { return fill % kScanMapBuffers; }
+__device__ __forceinline__ uint32_t scan_fill_parity(int fill) {
+  return static_cast<uint32_t>(fill / kScanMapBuffers) & 1;
+}
+
+/// Fill `fill`'s bulk copy, by the one thread that issues the scan's copies, once the buffer's
+/// earlier fill has been read by every product that uses it.
+__device__ __forceinline__ void scan_fill(const SmallGroupSpace& space, int64_t head, int fill,
+                                          SmallScanSmem& s) {
+  const int m = fill / 2, buffer = scan_fill_buffer(fill);
+  barrier_arrive_expect(&s.landed[buffer], kScanMapBytes);
+  bulk_copy_to_shared(s.maps[buffer], fill % 2 ? space.map(head, m) : space.map_lo(head, m),
+                      kScanMapBytes, &s.landed[buffer]);
+}
+
+/// Waits for fill `fill`; returns its buffer.
+__device__ __forceinline__ const float* scan_filled(SmallScanSmem& s, int fill) {
+  const int buffer = scan_fill_buffer(fill);
+  barrier_wait(&s.landed[buffer], scan_fill_parity(fill));
+  return s.maps[buffer];
 }
 
 /// Whether group g >= 1's two walks (B_g's from zero, A_g's from the identity) are seen done now
@@ -106,13 +123,12 @@ __global__ void __launch_bounds__(kScanThreadsPerCta, 1)
     }
   };
   if (tid == 0) {
-    barrier_init(&s.landed_lo, 1);
-    barrier_init(&s.landed, 1);
+    for (int i = 0; i < kScanMapBuffers; ++i) barrier_init(&s.landed[i], 1);
     ready_wait(space.walk_done(head, space.zero_walk(0)), 1);  // E_1
     scan_group_wait(space, head, 1);
     fence_proxy_async_global();
-    scan_copy_map(space, head, 0, true, s);
-    scan_copy_map(space, head, 0, false, s);
+    scan_fill(space, head, 0, s);
+    scan_fill(space, head, 1, s);
   }
   trace_scan(1);
   poll(2);
@@ -147,16 +163,18 @@ __global__ void __launch_bounds__(kScanThreadsPerCta, 1)
     float acc[16];
 #pragma unroll
     for (int i = 0; i < 16; ++i) acc[i] = 0.0f;
-    const float* a = s.map + kmajor_offset(64 * wg, 0);
-    const float* a_lo = s.map_lo + kmajor_offset(64 * wg, 0);
+    // With three buffers the next remainders' buffer is free now (its last fill, the map before
+    // this step's, was read by the last step's products).
+    if (kScanMapBuffers == 3 && tid == 0 && copy_early) scan_fill(space, head, 2 * step + 2, s);
     // The small terms first, in two groups: A's remainders (their buffer is free once the first
     // group is done), then E's remainders and the main term through A.
-    barrier_wait(&s.landed_lo, step & 1);
+    const int wg_rows = kmajor_offset(64 * wg, 0);
+    const float* a_lo = scan_filled(s, 2 * step) + wg_rows;
     wgmma_fence();
 #pragma unroll
     for (int k = 0; k < kHeadSize; k += 8) wgmma_tf32_m64n32k8(acc, a_lo, s.e, k);
     wgmma_commit();
-    barrier_wait(&s.landed, step & 1);
+    const float* a = scan_filled(s, 2 * step + 1) + wg_rows;
     wgmma_fence();  // (the accumulators are the first group's, still in flight)
 #pragma unroll
     for (int k = 0; k < kHeadSize; k += 8) wgmma_tf32_m64n32k8(acc, a, s.e_lo, k);
@@ -164,16 +182,18 @@ __global__ void __launch_bounds__(kScanThreadsPerCta, 1)
     for (int k = 0; k < kHeadSize; k += 8) wgmma_tf32_m64n32k8(acc, a, s.e, k);
     wgmma_commit();
     // While the products run: the previous step's rows counted for the correction (stored before
-    // the last barrier); then the next map's two copies, each once both warpgroups' products that
-    // read its buffer are done. The loops stay unrolled: a loop between the MMAs and the wait
-    // serializes them.
+    // the last barrier); then the next copies, each once both warpgroups' products that read its
+    // buffer are done. The loops stay unrolled: a loop between the MMAs and the wait serializes
+    // them.
     if (tid == 0 && step > 0) ready_signal(space.ready(head));  // this CTA's rows of E_{step+1}
     wgmma_wait<1>();
     __syncthreads();  // A's remainders read
-    if (tid == 0 && copy_early) scan_copy_map(space, head, step + 1, true, s);
+    // Two buffers: the next remainders into the remainders' buffer; three: the next map into it.
+    if (tid == 0 && copy_early)
+        scan_fill(space, head, 2 * step + (kScanMapBuffers == 3 ? 3 : 2), s);
     wgmma_wait<0>();
     __syncthreads();  // both warpgroups' products done: A and E_g read
-    if (tid == 0 && copy_early) scan_copy_map(space, head, step + 1, false, s);
+    if (kScanMapBuffers == 2 && tid == 0 && copy_early) scan_fill(space, head, 2 * step + 3, s);
 #pragma unroll
     for (int j = 0; j < 4; ++j)
 #pragma unroll
@@ -190,8 +210,8 @@ __global__ void __launch_bounds__(kScanThreadsPerCta, 1)
     if (tid == 0 && !copy_early) {  // the next group's walks were not seen done: wait, then copy
       scan_group_wait(space, head, step + 2);
       fence_proxy_async_global();
-      scan_copy_map(space, head, step + 1, true, s);
-      scan_copy_map(space, head, step + 1, false, s);
+      scan_fill(space, head, 2 * step + 2, s);
+      scan_fill(space, head, 2 * step + 3, s);
     }
     fence_proxy_async();  // E's generic stores, before the tensor cores read them
     poll(step + 3);

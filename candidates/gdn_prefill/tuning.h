@@ -18,7 +18,7 @@
     !defined(SMALL_SPLIT_GATES) || !defined(SMALL_SPLIT_PHASE_B) || \
     !defined(SMALL_KEY_SPLIT_MAX_CTAS) || !defined(SMALL_EARLY_START) || \
     !defined(SMALL_SCALED_STATE) || !defined(SMALL_SCALE_QK) || !defined(SMALL_CP_STAGGER) || \
-    !defined(SMALL_CORRECT_ONE_TRIP)
+    !defined(SMALL_CORRECT_ONE_TRIP) || !defined(SMALL_SCAN_MAP_BUFFERS)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
 
@@ -159,6 +159,12 @@ constexpr int kSmallCpStaggerChunks = SMALL_CP_STAGGER;
 // By the timeline of ffb523b8154b (bench/results/2026-12-06_gdn_prefill_cp_timeline_h100.json)
 // a group's corrections end 8 us after its entry state at 1377 x 1, for 2 us of arithmetic.
 constexpr bool kSmallCorrectOneTrip = SMALL_CORRECT_ONE_TRIP != 0;
+// The context-parallel scan's shared-memory buffers for the maps it copies in
+// (small_chunk_scan.cuh; a map and its remainders take one each): 2, the next step's remainders
+// copied once this step's products that read them are done and its map after the rest; 3 (224 KB, a
+// whole SM), the next remainders copied as the step starts and the next map once the remainders are
+// read, so that both copies overlap products.
+constexpr int kScanMapBuffers = SMALL_SCAN_MAP_BUFFERS;
 // ... or from kSmallCpLongMinGroups groups when they average at least kSmallCpLongGroupTokens
 // tokens: long groups pay the fill and the scan step back (with the finish pass, 2 sequences in
 // 5 groups on one H200: 5709 tokens 231 -> 191 us, 3271 tokens 132 -> 122, while 2040 tokens,
@@ -298,6 +304,7 @@ static_assert(SMALL_SCALE_QK == 0 || SMALL_SCALE_QK == 1, "SMALL_SCALE_QK: 0 or 
 static_assert(kSmallCpStaggerChunks >= 0 && kSmallCpStaggerChunks <= 16, "SMALL_CP_STAGGER: 0 to 16");
 static_assert(SMALL_CORRECT_ONE_TRIP == 0 || SMALL_CORRECT_ONE_TRIP == 1,
               "SMALL_CORRECT_ONE_TRIP: 0 or 1");
+static_assert(kScanMapBuffers == 2 || kScanMapBuffers == 3, "SMALL_SCAN_MAP_BUFFERS: 2 or 3");
 // Above 32 the held rows' bound 2^(b + 24) leaves too little of fp32's range for the state.
 static_assert(SMALL_SCALED_STATE >= 0 && SMALL_SCALED_STATE <= 32, "SMALL_SCALED_STATE: 0 to 32");
 static_assert(kSmallCpCtas >= 1 && kSmallCpGroupTokens >= 1,
