@@ -97,11 +97,12 @@ struct SmallGroupSpace {
 };
 
 /// One more finished piece on a `ready` counter, after the global writes of this CTA's threads
-/// (the caller has passed a CTA barrier since they wrote).
+/// (the caller has passed a CTA barrier since they wrote): a release at GPU scope, which carries
+/// the writes the barrier ordered before it; a full fence (__threadfence) cost the scan's thread 0
+/// ~0.3 us a step with the CTA waiting for it.
 __device__ __forceinline__ void ready_signal(int* counter) {
 #if defined(__CUDACC__)
-  __threadfence();
-  atomicAdd(counter, 1);
+  asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" ::"l"(counter), "r"(1) : "memory");
 #else
   ++*counter;
 #endif

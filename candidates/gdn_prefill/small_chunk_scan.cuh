@@ -49,7 +49,7 @@ struct SmallScanSmem {
   float e[kScanRowsPerCta * kHeadSize];     // the CTA's rows of E_g, K-major
   float e_lo[kScanRowsPerCta * kHeadSize];  // their tf32 remainders
   uint64_t landed[kScanMapBuffers];  // each buffer's bulk copy, one phase per fill
-  int next_seen;  // thread 0's word to the CTA: the next step's group seen done
+  int next_seen[2];  // thread 0's word to the CTA, step s's at s % 2: its next group seen done
 };
 
 constexpr uint32_t kScanMapBytes = sizeof(float) * kHeadSize * kHeadSize;
@@ -110,16 +110,19 @@ __global__ void __launch_bounds__(kScanThreadsPerCta, 1)
   const auto col = [&](int e) { return 64 * wg + 16 * w + g + 8 * (e / 2); };
   const auto row = [&](int j, int e) { return 8 * j + 2 * c + e % 2; };
 
-  // Thread 0's word to the CTA after the next barrier: whether the group of the map after the next
-  // step's is seen done (relaxed reads, then fences where seen: thread 0 copies that map next).
-  const auto poll = [&](int g) {
+  // Thread 0's word to the CTA for step `step`, read after the next CTA barrier: whether group
+  // step + 2 is seen done (relaxed reads, then fences where seen: thread 0 copies its map during
+  // the step). Step s + 1's is polled while step s's products run, so that the poll's round trip
+  // is not on the step's path (at the step's end it cost ~0.5 us a step with the CTA waiting).
+  const auto poll = [&](int step) {
     if (tid == 0) {
+      const int g = step + 2;
       const bool seen = g < space.groups && scan_group_seen(space, head, g);
       if (seen) {
         acquire_fence();  // what the relaxed reads saw, ordered before later reads
         fence_proxy_async_global();  // ... and before the bulk copies' reads
       }
-      s.next_seen = seen;
+      s.next_seen[step & 1] = seen;
     }
   };
   if (tid == 0) {
@@ -131,7 +134,7 @@ __global__ void __launch_bounds__(kScanThreadsPerCta, 1)
     scan_fill(space, head, 1, s);
   }
   trace_scan(1);
-  poll(2);
+  poll(0);
   __syncthreads();  // the barriers initialised, E_1 and group 1 done
   {  // E_1's rows, K-major, with their remainders
     const float* e1 = space.exit(head, 0) + row0 * kHeadSize;
@@ -149,7 +152,7 @@ __global__ void __launch_bounds__(kScanThreadsPerCta, 1)
 
   for (int step = 0; step < steps; ++step) {
     const bool more = step + 1 < steps;
-    const bool copy_early = more && s.next_seen;  // group step + 2 seen done: copy during products
+    const bool copy_early = more && s.next_seen[step & 1];  // copy the next maps during products
     // B_{step+1} at the accumulator's places (read here, used at the end), and where E_{step+2}
     // goes: over it, or the last into new_state.
     const float* from = space.exit(head, step + 1) + row0 * kHeadSize;
@@ -186,6 +189,7 @@ __global__ void __launch_bounds__(kScanThreadsPerCta, 1)
     // buffer are done. The loops stay unrolled: a loop between the MMAs and the wait serializes
     // them.
     if (tid == 0 && step > 0) ready_signal(space.ready(head));  // this CTA's rows of E_{step+1}
+    if (more) poll(step + 1);  // (its slot was read before the last barrier)
     wgmma_wait<1>();
     __syncthreads();  // A's remainders read
     // Two buffers: the next remainders into the remainders' buffer; three: the next map into it.
@@ -214,7 +218,6 @@ __global__ void __launch_bounds__(kScanThreadsPerCta, 1)
       scan_fill(space, head, 2 * step + 3, s);
     }
     fence_proxy_async();  // E's generic stores, before the tensor cores read them
-    poll(step + 3);
     __syncthreads();  // E_{step+2}'s rows stored (shared and global)
     trace_scan(2 + step);
   }
