@@ -125,17 +125,13 @@ __global__ void __launch_bounds__(kScanThreadsPerCta, 1)
       s.next_seen[step & 1] = seen;
     }
   };
+  // E_1 (group 0's walk, which ends first) is loaded while thread 0 waits for group 1's walks and
+  // then starts the first maps' copies.
   if (tid == 0) {
     for (int i = 0; i < kScanMapBuffers; ++i) barrier_init(&s.landed[i], 1);
     ready_wait(space.walk_done(head, space.zero_walk(0)), 1);  // E_1
-    scan_group_wait(space, head, 1);
-    fence_proxy_async_global();
-    scan_fill(space, head, 0, s);
-    scan_fill(space, head, 1, s);
   }
-  trace_scan(1);
-  poll(0);
-  __syncthreads();  // the barriers initialised, E_1 and group 1 done
+  __syncthreads();  // the barriers initialised, E_1 done
   {  // E_1's rows, K-major, with their remainders
     const float* e1 = space.exit(head, 0) + row0 * kHeadSize;
     for (int u = tid; u < kScanRowsPerCta * kHeadSize / 4; u += kScanThreadsPerCta) {
@@ -148,7 +144,15 @@ __global__ void __launch_bounds__(kScanThreadsPerCta, 1)
     }
   }
   fence_proxy_async();  // the generic stores, before the tensor cores read them
-  __syncthreads();
+  if (tid == 0) {
+    scan_group_wait(space, head, 1);
+    fence_proxy_async_global();
+    scan_fill(space, head, 0, s);
+    scan_fill(space, head, 1, s);
+  }
+  trace_scan(1);
+  poll(0);
+  __syncthreads();  // E_1's rows stored, group 1 done
 
   for (int step = 0; step < steps; ++step) {
     const bool more = step + 1 < steps;
