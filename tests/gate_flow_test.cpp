@@ -109,6 +109,20 @@ TEST_F(GateFlow, PromotesFirstAndFasterCandidatesRejectsSlowerAndWrongOnes) {
                                   decode("none"), w.string()));
   EXPECT_EQ(bad.status, 1);
   EXPECT_THAT(bad.err, HasSubstr("--confidence 2"));
+  // A fix names its defect, is one candidate, and repairs a retained one.
+  const auto fix_flags = [&](const std::string& candidates, const std::string& fix) {
+    return kh(fmt::format("promote {} --workloads {} {} --fix '{}'", candidates, w.string(),
+                          kGateFlags, fix));
+  };
+  const auto unnamed = fix_flags(decode("none"), " ");
+  EXPECT_EQ(unnamed.status, 1);
+  EXPECT_THAT(unnamed.err, HasSubstr("say which defect"));
+  const auto two_fixes = fix_flags(decode("none") + " " + decode("slow"), "a race");
+  EXPECT_EQ(two_fixes.status, 1);
+  EXPECT_THAT(two_fixes.err, HasSubstr("--fix takes one candidate"));
+  const auto nothing_to_fix = fix_flags(decode("none"), "a race");
+  EXPECT_EQ(nothing_to_fix.status, 1);
+  EXPECT_THAT(nothing_to_fix.err, HasSubstr("no retained candidate to repair"));
 
   // The noise floor: A/A of one candidate; no workload is called a win or a loss.
   const auto noise = kh(fmt::format("noise {} --workloads {} {} --json", decode("none"), w.string(),
@@ -146,6 +160,16 @@ TEST_F(GateFlow, PromotesFirstAndFasterCandidatesRejectsSlowerAndWrongOnes) {
   d = promote(decode("slow"), "--workloads " + w.string(), 3);
   EXPECT_EQ(d.at("decision"), "reject") << d.dump(2);
   EXPECT_THAT(d.dump(), HasSubstr("loss"));
+
+  // A fix must not cost speed: twice as slow is rejected with --fix too, its defect in the reason
+  // and the evidence.
+  const auto slow_fix = kh(fmt::format("promote {} --workloads {} {} {} --json --fix 'a race'",
+                                       decode("slow"), w.string(), kGateFlags, kReplayFlags));
+  EXPECT_EQ(slow_fix.status, 3) << slow_fix.out << slow_fix.err;
+  d = json_of(slow_fix).at(0);
+  EXPECT_EQ(d.at("decision"), "reject") << d.dump(2);
+  EXPECT_THAT(d.at("reason").get<std::string>(), HasSubstr("the fix (a race) is not promoted"));
+  EXPECT_EQ(d.at("fix"), "a race");
 
   // Wrong: rejected on correctness, whatever its speed.
   d = promote(decode("skip_element"), "--workloads " + w.string(), 3);

@@ -1,6 +1,7 @@
 // Promotion decisions from hand-built gate results: a clear, confirmed, replayed win is promoted;
 // a tie, a regime-local win with a regime loss, any failing replay trial, too short a replay and
-// any correctness failure are not; a collapsing regime stops the flow at the representative gate.
+// any correctness failure are not; a collapsing regime stops the flow at the representative gate;
+// a fix (kh promote --fix) is promoted at a tie, never at a loss or without a clean replay.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -191,6 +192,84 @@ TEST(PromotionPolicy, AFailureOfTheBaselineAloneDoesNotRejectTheChallenger) {
   const DecisionReport d = decide_promotion(e, PromotionRules{});
   EXPECT_EQ(d.decision, Decision::kPromote) << d.reason;
   EXPECT_THAT(d.evidence[1], HasSubstr("A (the baseline) failed on some workloads"));
+}
+
+/// The evidence of a fix that gains nothing: ties everywhere, replayed clean.
+PromotionEvidence tied_fix() {
+  PromotionEvidence e;
+  const PairedGateResult ties =
+      gate(group("all", 0.998, 0.004, Verdict::kTie),
+           {group("small", 1.001, 0.01, Verdict::kTie), group("large", 0.995, 0.01, Verdict::kTie)},
+           10, Verdict::kTie, 0.998);
+  e.representative = ties;
+  e.full = ties;
+  e.replay.trials = 100;
+  return e;
+}
+
+PromotionRules fix_rules() {
+  PromotionRules rules;
+  rules.fix = "the correction's wait on a summed counter";
+  return rules;
+}
+
+TEST(PromotionPolicy, AFixThatCostsNoSpeedIsPromotedWithoutAGain) {
+  const DecisionReport d = decide_promotion(tied_fix(), fix_rules());
+  EXPECT_EQ(d.decision, Decision::kPromote) << d.reason;
+  EXPECT_THAT(d.reason, HasSubstr("a fix (the correction's wait on a summed counter), not a gain"));
+  EXPECT_THAT(d.reason, HasSubstr("-0.2 % [-0.6, 0.2] (tie)"));
+  EXPECT_THAT(d.reason, HasSubstr("100-trial replay clean"));
+  // The same evidence without --fix is no gain.
+  EXPECT_EQ(decide_promotion(tied_fix(), PromotionRules{}).decision, Decision::kReject);
+}
+
+TEST(PromotionPolicy, AFixMustNotCostSpeed) {
+  // An overall loss, however small.
+  PromotionEvidence e = tied_fix();
+  e.full->overall = group("all", 0.994, 0.003, Verdict::kLoss);
+  DecisionReport d = decide_promotion(e, fix_rules());
+  EXPECT_EQ(d.decision, Decision::kReject) << d.reason;
+  EXPECT_THAT(d.reason, HasSubstr("the fix (the correction's wait on a summed counter) is not "
+                                  "promoted because the full distribution is a loss at -0.6 %"));
+  // A regime below the tolerance, the overall a tie.
+  e = tied_fix();
+  e.full->groups[1] = group("large", 0.97, 0.02, Verdict::kTie);
+  d = decide_promotion(e, fix_rules());
+  EXPECT_EQ(d.decision, Decision::kReject) << d.reason;
+  EXPECT_THAT(d.reason, HasSubstr("regime 'large' is at -3.0 %"));
+  // A loss on the re-measurement, where one ran.
+  e = tied_fix();
+  e.remeasured = e.full;
+  e.remeasured->overall = group("all", 0.99, 0.004, Verdict::kLoss);
+  d = decide_promotion(e, fix_rules());
+  EXPECT_EQ(d.decision, Decision::kReject) << d.reason;
+  EXPECT_THAT(d.reason, HasSubstr("the re-measurement is a loss"));
+  // Stopped at the representative gate: rule 2's reason.
+  e = tied_fix();
+  e.full.reset();
+  e.representative->groups[1] = group("large", 0.9, 0.02, Verdict::kLoss);
+  d = decide_promotion(e, fix_rules());
+  EXPECT_EQ(d.decision, Decision::kReject) << d.reason;
+  EXPECT_THAT(d.reason, HasSubstr("representative gate found regime 'large' a loss"));
+}
+
+TEST(PromotionPolicy, AFixNeedsACleanFullReplay) {
+  PromotionEvidence e = tied_fix();
+  e.replay.trials = 0;
+  DecisionReport d = decide_promotion(e, fix_rules());
+  EXPECT_EQ(d.decision, Decision::kReject) << d.reason;
+  EXPECT_THAT(d.reason, HasSubstr("no 100-trial replay was run"));
+  e = tied_fix();
+  e.replay.failures = 2;
+  e.replay.first_failure = "w3: trial 9: output mismatch";
+  d = decide_promotion(e, fix_rules());
+  EXPECT_EQ(d.decision, Decision::kReject) << d.reason;
+  EXPECT_THAT(d.reason, HasSubstr("2 failing trials"));
+  e = tied_fix();
+  e.full->both_correct = e.full->b_correct = false;
+  d = decide_promotion(e, fix_rules());
+  EXPECT_EQ(d.decision, Decision::kReject) << d.reason;
+  EXPECT_THAT(d.reason, HasSubstr("full gate saw a failure of B"));
 }
 
 TEST(PromotionPolicy, CollapsingRegimeFailsTheRepresentativeGate) {

@@ -7,7 +7,10 @@
 // a retained candidate takes one candidate: its first is judged on correctness and the replay.
 // Every gate and decision is stored as it is made. With --approve, a promotion the flow grants is
 // stored as pending instead (store/promotion_approval.h): no decision and no change of the
-// retained candidate until a person answers it with kh approve. Exit status 0 when a candidate
+// retained candidate until a person answers it with kh approve. With --fix "DEFECT", one candidate
+// that repairs a correctness defect of the retained one is promoted without a gain where it costs
+// no speed (promotion_policy.h, rule 2b); the defect is kept in the decision's reason and evidence.
+// Exit status 0 when a candidate
 // was promoted (or, with --approve, awaits approval), 3 otherwise.
 #include <unistd.h>
 
@@ -42,6 +45,8 @@ struct Options {
   int adversarial_trials = kDefaultReplayAdversarialTrials;
   std::uint64_t replay_seed = 0;  // 0: fresh
   bool approve = false;           // a granted promotion waits for kh approve
+  std::string fix;                // the defect of the retained candidate B repairs (--fix)
+  bool fix_given = false;
   bool json = false;
   StoreOptions store;
   GateCliOptions g;
@@ -52,6 +57,12 @@ void check_promote_flags(const Options& o) {
     fail("--regime-tolerance {}: expected a fraction in [0, 1)", o.regime_tolerance);
   if (o.replay_trials < 1) fail("--replay-trials {}: at least 1", o.replay_trials);
   if (o.adversarial_trials < 0) fail("--adversarial-trials {}: expected >= 0", o.adversarial_trials);
+  if (o.fix_given) {
+    if (o.fix.find_first_not_of(" \t\n") == std::string::npos)
+      fail("--fix: say which defect of the retained candidate the candidate repairs");
+    if (o.candidates.size() != 1)
+      fail("--fix takes one candidate (the repair), not {}", o.candidates.size());
+  }
 }
 
 struct Contender {
@@ -93,6 +104,10 @@ class Promotion {
                       setup_.statistics.min_effect, setup_.min_effect_source,
                       setup_.run.order_seed, request_.replay.seed));
     } else {
+      if (!o_.fix.empty())
+        fail("--fix: {} has no retained candidate to repair; its first candidate is judged on "
+             "correctness alone",
+             def_.name);
       if (contenders.size() > 1)
         fail("{} has no retained candidate yet: promote one candidate first (kh promote CAND), "
              "then gate the others against it",
@@ -166,6 +181,7 @@ class Promotion {
     r.rules.min_effect = setup_.statistics.min_effect;
     r.rules.regime_tolerance = o_.regime_tolerance;
     r.rules.replay_trials = o_.replay_trials;
+    r.rules.fix = o_.fix;
     r.replay.eval = setup_.run.eval;
     r.replay.trials = o_.replay_trials;
     r.replay.adversarial_trials = o_.adversarial_trials;
@@ -238,6 +254,7 @@ class Promotion {
     e["gpu"] = setup_.gpu;
     e["timing_method"] = setup_.method;
     e["order_seed"] = setup_.run.order_seed;
+    if (!o_.fix.empty()) e["fix"] = o_.fix;
     return e;
   }
 
@@ -307,10 +324,17 @@ void add_promote_command(CLI::App& app) {
   cmd->add_flag("--approve", o->approve,
                 "a promotion granted waits as pending until a person runs kh approve (the "
                 "retained candidate is unchanged until then)");
+  auto* fix = cmd->add_option("--fix", o->fix,
+                  "the candidate repairs this correctness defect of the retained one: promoted "
+                  "without a gain where it costs no speed (no overall loss, no regime below the "
+                  "tolerance) and its replay is clean");
   cmd->add_flag("--json", o->json, "print the decisions as JSON");
   add_gate_cli_options(cmd, o->g);
   add_store_option(cmd, o->store);
-  cmd->callback([o] { Promotion(*o).run(); });
+  cmd->callback([o, fix] {
+    o->fix_given = fix->count() > 0;
+    Promotion(*o).run();
+  });
 }
 
 }  // namespace kh::cli

@@ -42,12 +42,16 @@ class Flow {
     if (!representative_gate_passes(*e.representative, r_.rules))
       return decide(std::move(out));
     e.full = gate("full", r_.workloads, groups, 2, r_.run.rounds);
-    // Re-measure on fresh samples only what might be promoted: a full-gate loss or tie is final.
+    // Re-measure on fresh samples only what might gain: a full-gate loss or tie is no gain.
     if (e.full->b_correct && e.full->overall.verdict == Verdict::kWin)
       e.remeasured = gate("remeasured", r_.workloads, groups, 3, 2 * r_.run.rounds);
     const bool gain = e.remeasured && e.remeasured->b_correct &&
                       e.remeasured->overall.verdict == Verdict::kWin;
-    if (gain) replay(out);
+    // A fix (rule 2b) is replayed where it gained nothing but costs no speed.
+    const bool fix = !r_.rules.fix.empty() && e.full->b_correct &&
+                     (!e.remeasured || e.remeasured->b_correct) &&
+                     fix_blocker(*e.full, e.remeasured ? &*e.remeasured : nullptr, r_.rules).empty();
+    if (gain || fix) replay(out);
     return decide(std::move(out));
   }
 

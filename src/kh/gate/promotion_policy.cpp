@@ -120,6 +120,14 @@ std::string global_blocker(const PromotionEvidence& e, const PromotionRules& rul
   return "";
 }
 
+/// Rule 2b on the evidence: "" when the fix's gates allow it, else why not (`blocker`, rule 2's,
+/// where the flow stopped before the full gate).
+std::string fix_gates_blocker(const PromotionEvidence& e, const PromotionRules& rules,
+                              const std::string& blocker) {
+  if (!e.full) return blocker;
+  return fix_blocker(*e.full, e.remeasured ? &*e.remeasured : nullptr, rules);
+}
+
 DecisionReport decided(DecisionReport report, Decision d, std::string reason) {
   report.decision = d;
   report.reason = fmt::format("{}: {}", decision_name(d), reason);
@@ -208,6 +216,27 @@ DecisionReport decide_promotion(const PromotionEvidence& evidence, const Promoti
                     threshold_text(rules.regime_tolerance), evidence.replay.trials));
   }
 
+  // 2b. A fix of the retained candidate's defect: promoted without a gain where it costs none.
+  if (!rules.fix.empty()) {
+    const std::string fix_block = fix_gates_blocker(evidence, rules, blocker);
+    if (fix_block.empty()) {
+      if (!replayed)
+        return decided(std::move(report), Decision::kReject,
+                       fmt::format("the fix ({}) costs no speed in the gates but no {}-trial "
+                                   "replay was run",
+                                   rules.fix, rules.replay_trials));
+      return decided(
+          std::move(report), Decision::kPromote,
+          fmt::format("a fix ({}), not a gain: the full distribution at {} ({}); no regime below "
+                      "-{} %; {}-trial replay clean",
+                      rules.fix, interval_text(evidence.full->overall.objective),
+                      verdict_name(evidence.full->overall.verdict),
+                      threshold_text(rules.regime_tolerance), evidence.replay.trials));
+    }
+    return decided(std::move(report), Decision::kReject,
+                   fmt::format("the fix ({}) is not promoted because {}", rules.fix, fix_block));
+  }
+
   // 3. A regime-local win is kept for dispatch: judged where the flow stopped deciding.
   const PairedGateResult* local =
       evidence.full ? &*evidence.full
@@ -226,6 +255,29 @@ DecisionReport decide_promotion(const PromotionEvidence& evidence, const Promoti
 
   // 4. Nothing gained beyond the minimum effect.
   return decided(std::move(report), Decision::kReject, blocker);
+}
+
+std::string fix_blocker(const PairedGateResult& full, const PairedGateResult* remeasured,
+                        const PromotionRules& rules) {
+  if (full.overall.verdict == Verdict::kLoss)
+    return fmt::format("the full distribution is a loss at {}", interval_text(full.overall.objective));
+  if (full.overall.objective.estimate < 1 - rules.regime_tolerance)
+    return fmt::format("the full distribution is at {}, below the -{} % tolerance",
+                       interval_text(full.overall.objective),
+                       threshold_text(rules.regime_tolerance));
+  if (const GroupGate* g = slowest_group_below_tolerance(full, rules))
+    return fmt::format("regime '{}' is at {} in the full gate, below the -{} % tolerance", g->name,
+                       interval_text(g->objective), threshold_text(rules.regime_tolerance));
+  if (remeasured) {
+    if (remeasured->overall.verdict == Verdict::kLoss)
+      return fmt::format("the re-measurement is a loss at {}",
+                         interval_text(remeasured->overall.objective));
+    if (const GroupGate* g = slowest_group_below_tolerance(*remeasured, rules))
+      return fmt::format("regime '{}' is at {} in the re-measured gate, below the -{} % tolerance",
+                         g->name, interval_text(g->objective),
+                         threshold_text(rules.regime_tolerance));
+  }
+  return "";
 }
 
 DecisionReport decide_first_candidate(const FirstCandidateEvidence& evidence,

@@ -19,6 +19,9 @@ struct PromotionRules {
   double min_effect = 0.01;        // a gain must exceed it (GateStatistics::min_effect)
   double regime_tolerance = 0.02;  // no regime may be slower than 1 - this (estimate)
   int replay_trials = 100;         // high-trial replay: trials per workload, at least
+  // Non-empty: B repairs this correctness defect of the retained candidate (kh promote --fix),
+  // which lets rule 2b promote it without a gain.
+  std::string fix;
 };
 
 /// What the high-trial replay found, as the rules read it.
@@ -52,6 +55,10 @@ struct DecisionReport {
 ///  2. promote when the full and re-measured gates both call the overall objective a win (interval
 ///     above 1 + min_effect after Holm) and no group of either has an estimate below
 ///     1 - regime_tolerance, and the replay is clean;
+///  2b. with rules.fix (B repairs a defect of the retained candidate, said in the text): promote
+///     when the full gate's overall objective is not a loss and its estimate is not below
+///     1 - regime_tolerance, no group of any gate run has an estimate below 1 - regime_tolerance,
+///     and the replay is clean: a fix must not cost speed, but need not gain any;
 ///  3. archive when some group (regime) is a win in the full gate (or, when the flow stopped
 ///     there, the representative gate) while B is correct: a regime-local win;
 ///  4. reject otherwise (no gain beyond the minimum effect).
@@ -67,6 +74,11 @@ struct FirstCandidateEvidence {
 };
 DecisionReport decide_first_candidate(const FirstCandidateEvidence& evidence,
                                       const PromotionRules& rules);
+
+/// Rule 2b's gates, without the replay: "" when a fix may be promoted on `full` (and the
+/// re-measured gate where it ran), else why not.
+std::string fix_blocker(const PairedGateResult& full, const PairedGateResult* remeasured,
+                        const PromotionRules& rules);
 
 /// Whether the flow should go on after the representative gate: no group is a loss, and the
 /// overall estimate is not below 1 - rules.regime_tolerance. (A candidate that is not faster
