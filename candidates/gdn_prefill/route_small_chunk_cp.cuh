@@ -60,8 +60,6 @@ __global__ void __launch_bounds__(SmallRoles<kRowWarps, kProducers>::kThreads)
   walk.begin = begin + tokens.from;
   walk.length = tokens.count;
   if (index == 0) {
-    // The scan counts the entry states it finishes from zero (small_chunk_groups.h).
-    if (walk.row0 == 0 && threadIdx.x == 0) signal_clear(space.ready(head));
     // Tokens outside every sequence get zero output, as in the reference.
     if (seq == 0) small_clear_rows<kRows, kThreads>(args, 0, begin, walk.h, walk.row0);
     if (seq == args.num_seqs - 1)
@@ -82,10 +80,12 @@ __global__ void __launch_bounds__(SmallRoles<kRowWarps, kProducers>::kThreads)
   // This walk's flag is zeroed before the scan and the correction may launch (the dependents
   // of this grid launch once every CTA has passed launch_dependents below, after this fence).
   static_assert(Roles::kTilesPerHead == 1, "one CTA per walk: its flag is the CTA's");
+  // B_g's walk zeroes E_g's counter too: the scan counts its CTAs' rows of E_g from zero.
   int* done = space.walk_done(head, index);
   if (threadIdx.x == 0) {
     signal_clear(done);
-    gpu_fence();  // (and walk 0's zero of `ready` above)
+    if (index > 0 && index < space.groups) signal_clear(space.ready(head, index));
+    gpu_fence();
   }
   SmallSmem& s = *reinterpret_cast<SmallSmem*>(smem);
   if constexpr (kSmallDecoupled && kProducers == 4) {  // route_small_chunk_decoupled.cuh

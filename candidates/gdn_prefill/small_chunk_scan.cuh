@@ -24,8 +24,8 @@
 // The scan starts while the map pass runs (route_small_chunk_cp.cuh): step s needs group s + 1's
 // walks (A_{s+1}, B_{s+1}), so the CTA waits for groups 0 and 1, and each later group's walks are
 // polled once a step (a relaxed read, then a fence where seen) or waited for where not yet done.
-// Each CTA counts its rows of every E_g but the last on the (sequence, head)'s `ready` counter,
-// for the correction where it runs beside the scan.
+// Each CTA counts its rows of every E_g but the last on E_g's `ready` counter, for the correction
+// where it runs beside the scan.
 #pragma once
 
 #include "bulk_copy.cuh"  // fence_proxy_async
@@ -76,6 +76,7 @@ __device__ __forceinline__ void scan_fill(const SmallGroupSpace& space, int64_t 
 __device__ __forceinline__ const float* scan_filled(SmallScanSmem& s, int fill) {
   const int buffer = scan_fill_buffer(fill);
   barrier_wait(&s.landed[buffer], scan_fill_parity(fill));
+  __syncwarp();  // the lanes may leave the wait apart; the wgmma that follow are warp-collective
   return s.maps[buffer];
 }
 
@@ -192,7 +193,7 @@ __global__ void __launch_bounds__(kScanThreadsPerCta, 1)
     // the last barrier); then the next copies, each once both warpgroups' products that read its
     // buffer are done. The loops stay unrolled: a loop between the MMAs and the wait serializes
     // them.
-    if (tid == 0 && step > 0) ready_signal(space.ready(head));  // this CTA's rows of E_{step+1}
+    if (tid == 0 && step > 0) ready_signal(space.ready(head, step + 1));  // its rows of E_{step+1}
     if (more) poll(step + 1);  // (its slot was read before the last barrier)
     wgmma_wait<1>();
     __syncthreads();  // A's remainders read
