@@ -307,7 +307,7 @@ void add_agent_command(CLI::App& app) {
                   "retained candidate's newest)");
   cmd->add_option("--knowledge", o->round.knowledge, "knowledge base (default: the family's)");
   cmd->add_option("--promote", o->round.promote_options,
-                  "kh promote's options, one string split at spaces");
+                  "kh promote's options, one string split into words as a shell would");
   add_approval_flags(cmd, o->round.approval);
   cmd->add_option("--rounds-dir", o->round.rounds_dir, "where rounds live")->capture_default_str();
   cmd->add_option("--root,--dataset", o->round.root, "dataset folder")->capture_default_str();

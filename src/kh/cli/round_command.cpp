@@ -64,7 +64,7 @@ void add_round_command(CLI::App& app) {
   common(u, *o);
   u->add_option("candidates", o->candidates, "candidate folders");
   u->add_option("--promote", o->promote_options,
-                "kh promote's options, one string split at spaces (\"--backend cuda --timing cupti\")");
+                "kh promote's options, one string split into words as a shell would (\"--backend cuda --fix 'a race'\")");
   add_approval_flags(u, o->approval);
   add_store_option(u, o->store);
   u->callback([o] { print(*o, submit_round(*o)); });

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <iostream>
 #include <regex>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -15,6 +14,7 @@
 #include "kh/cli/store_access.h"
 #include "kh/core/error.h"
 #include "kh/core/process.h"
+#include "kh/core/shell_words.h"
 #include "kh/ctl/knowledge_base.h"
 #include "kh/ctl/round_brief.h"
 #include "kh/spec/dataset.h"
@@ -272,12 +272,6 @@ RoundStep resume_round(const RoundOptions& o) {
           {}};
 }
 
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 namespace {
 
 // The relative gain in a promote decision's reason ("+2.8 % [2.2, 3.4] over ..."), if any.
@@ -339,8 +333,7 @@ RoundStep submit_round(const RoundOptions& o) {
   const fs::path dir = ctl::round_dir(o.rounds_dir, o.definition, m.round);
   std::vector<std::string> argv = {self_executable(), "promote"};
   argv.insert(argv.end(), o.candidates.begin(), o.candidates.end());
-  std::istringstream words(o.promote_options);
-  for (std::string w; words >> w;) argv.push_back(w);
+  for (const auto& w : shell_words(o.promote_options, "--promote")) argv.push_back(w);
   const bool wait = promotions_wait_for_approval(o.approval);
   if (wait) argv.push_back("--approve");
   argv.insert(argv.end(), {"--store", o.store.dir, "--json"});

@@ -35,7 +35,7 @@ std::optional<ctl::RoundManifest> open_round(const RoundOptions& o);
 /// Refused while the last round is open.
 RoundStep start_round(const RoundOptions& o);
 RoundStep resume_round(const RoundOptions& o);
-/// kh promote on o.candidates with o.promote_options (split at spaces), with --approve when
+/// kh promote on o.candidates with o.promote_options (split into words as a shell would), with --approve when
 /// promotions wait for approval (o.approval); its decisions recorded in the open round (a
 /// promotion waiting for approval as "pending", with its pending id), its progress in
 /// promote-N.log beside the manifest.
@@ -53,7 +53,5 @@ std::string approve_command(const RoundOptions& o, const Json& pending);
 
 /// rounds_dir/<definition>/<NNN> of the manifest's round.
 std::filesystem::path round_folder(const RoundOptions& o, const ctl::RoundManifest& m);
-/// `s` quoted for a POSIX shell: the commands a round records for people to rerun.
-std::string shell_quote(const std::string& s);
 
 }  // namespace kh::cli
