@@ -229,8 +229,15 @@ TEST(PromotionPolicy, AFixMustNotCostSpeed) {
   e.full->overall = group("all", 0.994, 0.003, Verdict::kLoss);
   DecisionReport d = decide_promotion(e, fix_rules());
   EXPECT_EQ(d.decision, Decision::kReject) << d.reason;
-  EXPECT_THAT(d.reason, HasSubstr("the fix (the correction's wait on a summed counter) is not "
-                                  "promoted because the full distribution is a loss at -0.6 %"));
+  EXPECT_THAT(d.reason, HasSubstr("reject: the full distribution is a loss at -0.6 %"));
+  EXPECT_THAT(d.reason, HasSubstr("so the fix (the correction's wait on a summed counter) is not "
+                                  "promoted either"));
+  // An overall estimate below the tolerance that the statistics still call a tie.
+  e = tied_fix();
+  e.full->overall = group("all", 0.975, 0.03, Verdict::kTie);
+  d = decide_promotion(e, fix_rules());
+  EXPECT_EQ(d.decision, Decision::kReject) << d.reason;
+  EXPECT_THAT(d.reason, HasSubstr("the full distribution is at -2.5 %"));
   // A regime below the tolerance, the overall a tie.
   e = tied_fix();
   e.full->groups[1] = group("large", 0.97, 0.02, Verdict::kTie);
@@ -244,6 +251,13 @@ TEST(PromotionPolicy, AFixMustNotCostSpeed) {
   d = decide_promotion(e, fix_rules());
   EXPECT_EQ(d.decision, Decision::kReject) << d.reason;
   EXPECT_THAT(d.reason, HasSubstr("the re-measurement is a loss"));
+  // A regime below the tolerance in the re-measured gate only.
+  e = tied_fix();
+  e.remeasured = e.full;
+  e.remeasured->groups[0] = group("small", 0.96, 0.03, Verdict::kTie);
+  d = decide_promotion(e, fix_rules());
+  EXPECT_EQ(d.decision, Decision::kReject) << d.reason;
+  EXPECT_THAT(d.reason, HasSubstr("regime 'small' is at -4.0 % [-7.0, -1.0] in the re-measured gate"));
   // Stopped at the representative gate: rule 2's reason.
   e = tied_fix();
   e.full.reset();
@@ -253,12 +267,32 @@ TEST(PromotionPolicy, AFixMustNotCostSpeed) {
   EXPECT_THAT(d.reason, HasSubstr("representative gate found regime 'large' a loss"));
 }
 
+TEST(PromotionPolicy, AFixDecidesNothingWorseThanWithoutIt) {
+  // A regime-local win beside a regime below the tolerance is archived, --fix or not.
+  PromotionEvidence e = tied_fix();
+  e.full = gate(group("all", 1.004, 0.004, Verdict::kTie),
+                {group("small", 1.08, 0.02, Verdict::kWin), group("large", 0.95, 0.01, Verdict::kLoss)});
+  const DecisionReport plain = decide_promotion(e, PromotionRules{});
+  const DecisionReport fixed = decide_promotion(e, fix_rules());
+  EXPECT_EQ(plain.decision, Decision::kArchive) << plain.reason;
+  EXPECT_EQ(fixed.decision, Decision::kArchive) << fixed.reason;
+  EXPECT_THAT(fixed.reason, HasSubstr("regime-local win in 'small' +8.0 %"));
+  EXPECT_THAT(fixed.reason, HasSubstr("regime 'large' is at -5.0 %"));
+  EXPECT_THAT(fixed.reason, HasSubstr("so the fix (the correction's wait on a summed counter) is "
+                                      "not promoted either"));
+  // A fix that also gains is promoted by rule 2, its reason naming the fix.
+  const DecisionReport gain = decide_promotion(promotable(), fix_rules());
+  EXPECT_EQ(gain.decision, Decision::kPromote) << gain.reason;
+  EXPECT_THAT(gain.reason, HasSubstr("re-measured +2.9 %"));
+  EXPECT_THAT(gain.reason, HasSubstr("also a fix (the correction's wait on a summed counter)"));
+}
+
 TEST(PromotionPolicy, AFixNeedsACleanFullReplay) {
   PromotionEvidence e = tied_fix();
   e.replay.trials = 0;
   DecisionReport d = decide_promotion(e, fix_rules());
   EXPECT_EQ(d.decision, Decision::kReject) << d.reason;
-  EXPECT_THAT(d.reason, HasSubstr("no 100-trial replay was run"));
+  EXPECT_THAT(d.reason, HasSubstr("within the tolerance in the gates but no 100-trial replay"));
   e = tied_fix();
   e.replay.failures = 2;
   e.replay.first_failure = "w3: trial 9: output mismatch";

@@ -326,8 +326,8 @@ void add_promote_command(CLI::App& app) {
                 "retained candidate is unchanged until then)");
   auto* fix = cmd->add_option("--fix", o->fix,
                   "the candidate repairs this correctness defect of the retained one: promoted "
-                  "without a gain where it costs no speed (no overall loss, no regime below the "
-                  "tolerance) and its replay is clean");
+                  "without a gain where it is no slower than the tolerance allows (no overall "
+                  "loss, no regime below the tolerance) and its replay is clean");
   cmd->add_flag("--json", o->json, "print the decisions as JSON");
   add_gate_cli_options(cmd, o->g);
   add_store_option(cmd, o->store);

@@ -13,7 +13,8 @@ std::string shell_quote(const std::string& s);
 
 /// The words of `line`: split at unquoted whitespace; single quotes keep everything literally,
 /// double quotes keep everything but a backslash before ", \, $ or `, and a backslash outside
-/// quotes keeps the next character. No expansion of any kind. An unterminated quote or a trailing
+/// quotes keeps the next character (a newline too: no line continuations). No expansion of any
+/// kind. An unterminated quote or a trailing
 /// backslash is an error naming `what` (the option the line came from).
 std::vector<std::string> shell_words(const std::string& line, const std::string& what);
 

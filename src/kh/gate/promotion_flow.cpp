@@ -47,7 +47,7 @@ class Flow {
       e.remeasured = gate("remeasured", r_.workloads, groups, 3, 2 * r_.run.rounds);
     const bool gain = e.remeasured && e.remeasured->b_correct &&
                       e.remeasured->overall.verdict == Verdict::kWin;
-    // A fix (rule 2b) is replayed where it gained nothing but costs no speed.
+    // A fix (rule 2b) is replayed where it gained nothing but is no slower than the tolerance.
     const bool fix = !r_.rules.fix.empty() && e.full->b_correct &&
                      (!e.remeasured || e.remeasured->b_correct) &&
                      fix_blocker(*e.full, e.remeasured ? &*e.remeasured : nullptr, r_.rules).empty();

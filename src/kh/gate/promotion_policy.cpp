@@ -199,7 +199,7 @@ DecisionReport decide_promotion(const PromotionEvidence& evidence, const Promoti
                                evidence.replay.trials, rules.replay_trials));
 
   // 2. A global gain, confirmed on fresh samples, hurting no regime, and replayed clean.
-  const std::string blocker = global_blocker(evidence, rules);
+  std::string blocker = global_blocker(evidence, rules);
   if (blocker.empty()) {
     // The flow replays only what it means to promote; a global gain without a replay is not
     // promotion evidence (its correctness was seen on a few trials only).
@@ -210,19 +210,21 @@ DecisionReport decide_promotion(const PromotionEvidence& evidence, const Promoti
     return decided(
         std::move(report), Decision::kPromote,
         fmt::format("{} over the full distribution, re-measured {}; no regime below -{} %; "
-                    "{}-trial replay clean",
+                    "{}-trial replay clean{}",
                     interval_text(evidence.full->overall.objective),
                     interval_text(evidence.remeasured->overall.objective),
-                    threshold_text(rules.regime_tolerance), evidence.replay.trials));
+                    threshold_text(rules.regime_tolerance), evidence.replay.trials,
+                    rules.fix.empty() ? "" : fmt::format("; also a fix ({})", rules.fix)));
   }
 
-  // 2b. A fix of the retained candidate's defect: promoted without a gain where it costs none.
+  // 2b. A fix of the retained candidate's defect: promoted without a gain where it is no slower
+  // than the tolerance allows. Where it is slower, rules 3 and 4 decide as without --fix.
   if (!rules.fix.empty()) {
     const std::string fix_block = fix_gates_blocker(evidence, rules, blocker);
     if (fix_block.empty()) {
       if (!replayed)
         return decided(std::move(report), Decision::kReject,
-                       fmt::format("the fix ({}) costs no speed in the gates but no {}-trial "
+                       fmt::format("the fix ({}) is within the tolerance in the gates but no {}-trial "
                                    "replay was run",
                                    rules.fix, rules.replay_trials));
       return decided(
@@ -233,8 +235,7 @@ DecisionReport decide_promotion(const PromotionEvidence& evidence, const Promoti
                       verdict_name(evidence.full->overall.verdict),
                       threshold_text(rules.regime_tolerance), evidence.replay.trials));
     }
-    return decided(std::move(report), Decision::kReject,
-                   fmt::format("the fix ({}) is not promoted because {}", rules.fix, fix_block));
+    blocker = fmt::format("{}, so the fix ({}) is not promoted either", fix_block, rules.fix);
   }
 
   // 3. A regime-local win is kept for dispatch: judged where the flow stopped deciding.
@@ -272,6 +273,10 @@ std::string fix_blocker(const PairedGateResult& full, const PairedGateResult* re
     if (remeasured->overall.verdict == Verdict::kLoss)
       return fmt::format("the re-measurement is a loss at {}",
                          interval_text(remeasured->overall.objective));
+    if (remeasured->overall.objective.estimate < 1 - rules.regime_tolerance)
+      return fmt::format("the re-measurement is at {}, below the -{} % tolerance",
+                         interval_text(remeasured->overall.objective),
+                         threshold_text(rules.regime_tolerance));
     if (const GroupGate* g = slowest_group_below_tolerance(*remeasured, rules))
       return fmt::format("regime '{}' is at {} in the re-measured gate, below the -{} % tolerance",
                          g->name, interval_text(g->objective),

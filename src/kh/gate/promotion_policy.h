@@ -56,9 +56,12 @@ struct DecisionReport {
 ///     above 1 + min_effect after Holm) and no group of either has an estimate below
 ///     1 - regime_tolerance, and the replay is clean;
 ///  2b. with rules.fix (B repairs a defect of the retained candidate, said in the text): promote
-///     when the full gate's overall objective is not a loss and its estimate is not below
-///     1 - regime_tolerance, no group of any gate run has an estimate below 1 - regime_tolerance,
-///     and the replay is clean: a fix must not cost speed, but need not gain any;
+///     when the overall objective of the full gate (and of the re-measured one, where it ran) is
+///     not a loss and its estimate is not below 1 - regime_tolerance, no group of those gates has
+///     an estimate below 1 - regime_tolerance (the representative gate's regimes count as in
+///     rule 2: a loss there stops the flow), and the replay is clean: a fix need not gain, but
+///     must be no slower than the tolerance allows; otherwise rules 3 and 4 decide as without it
+///     (a gain with a fix is promoted by rule 2, its reason naming the fix);
 ///  3. archive when some group (regime) is a win in the full gate (or, when the flow stopped
 ///     there, the representative gate) while B is correct: a regime-local win;
 ///  4. reject otherwise (no gain beyond the minimum effect).
@@ -76,7 +79,7 @@ DecisionReport decide_first_candidate(const FirstCandidateEvidence& evidence,
                                       const PromotionRules& rules);
 
 /// Rule 2b's gates, without the replay: "" when a fix may be promoted on `full` (and the
-/// re-measured gate where it ran), else why not.
+/// re-measured gate where it ran), else why not. The flow asks it before replaying a fix.
 std::string fix_blocker(const PairedGateResult& full, const PairedGateResult* remeasured,
                         const PromotionRules& rules);
 
