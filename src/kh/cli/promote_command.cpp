@@ -8,8 +8,9 @@
 // Every gate and decision is stored as it is made. With --approve, a promotion the flow grants is
 // stored as pending instead (store/promotion_approval.h): no decision and no change of the
 // retained candidate until a person answers it with kh approve. With --fix "DEFECT", one candidate
-// that repairs a correctness defect of the retained one is promoted without a gain where it costs
-// no speed (promotion_policy.h, rule 2b); the defect is kept in the decision's reason and evidence.
+// that repairs a correctness defect of the retained one is promoted without a gain where it is no
+// slower than the tolerance allows (promotion_policy.h, rule 2b); the defect is kept in the
+// decision's reason and evidence.
 // Exit status 0 when a candidate
 // was promoted (or, with --approve, awaits approval), 3 otherwise.
 #include <unistd.h>
@@ -104,7 +105,7 @@ class Promotion {
                       setup_.statistics.min_effect, setup_.min_effect_source,
                       setup_.run.order_seed, request_.replay.seed));
     } else {
-      if (!o_.fix.empty())
+      if (o_.fix_given)
         fail("--fix: {} has no retained candidate to repair; its first candidate is judged on "
              "correctness alone",
              def_.name);

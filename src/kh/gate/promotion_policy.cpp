@@ -260,26 +260,23 @@ DecisionReport decide_promotion(const PromotionEvidence& evidence, const Promoti
 
 std::string fix_blocker(const PairedGateResult& full, const PairedGateResult* remeasured,
                         const PromotionRules& rules) {
-  if (full.overall.verdict == Verdict::kLoss)
-    return fmt::format("the full distribution is a loss at {}", interval_text(full.overall.objective));
-  if (full.overall.objective.estimate < 1 - rules.regime_tolerance)
-    return fmt::format("the full distribution is at {}, below the -{} % tolerance",
-                       interval_text(full.overall.objective),
-                       threshold_text(rules.regime_tolerance));
-  if (const GroupGate* g = slowest_group_below_tolerance(full, rules))
-    return fmt::format("regime '{}' is at {} in the full gate, below the -{} % tolerance", g->name,
-                       interval_text(g->objective), threshold_text(rules.regime_tolerance));
-  if (remeasured) {
-    if (remeasured->overall.verdict == Verdict::kLoss)
-      return fmt::format("the re-measurement is a loss at {}",
-                         interval_text(remeasured->overall.objective));
-    if (remeasured->overall.objective.estimate < 1 - rules.regime_tolerance)
-      return fmt::format("the re-measurement is at {}, below the -{} % tolerance",
-                         interval_text(remeasured->overall.objective),
+  const struct {
+    const char* what;   // the overall objective's subject
+    const char* where;  // the gate, for a regime
+    const PairedGateResult* gate;
+  } stages[] = {{"the full distribution", "the full gate", &full},
+                {"the re-measurement", "the re-measured gate", remeasured}};
+  for (const auto& s : stages) {
+    if (!s.gate) continue;
+    const Interval& overall = s.gate->overall.objective;
+    if (s.gate->overall.verdict == Verdict::kLoss)
+      return fmt::format("{} is a loss at {}", s.what, interval_text(overall));
+    if (overall.estimate < 1 - rules.regime_tolerance)
+      return fmt::format("{} is at {}, below the -{} % tolerance", s.what, interval_text(overall),
                          threshold_text(rules.regime_tolerance));
-    if (const GroupGate* g = slowest_group_below_tolerance(*remeasured, rules))
-      return fmt::format("regime '{}' is at {} in the re-measured gate, below the -{} % tolerance",
-                         g->name, interval_text(g->objective),
+    if (const GroupGate* g = slowest_group_below_tolerance(*s.gate, rules))
+      return fmt::format("regime '{}' is at {} in {}, below the -{} % tolerance", g->name,
+                         interval_text(g->objective), s.where,
                          threshold_text(rules.regime_tolerance));
   }
   return "";
