@@ -59,8 +59,6 @@ __global__ void __launch_bounds__(SmallRoles<kRowWarps, kProducers>::kThreads)
   walk.begin = begin + tokens.from;
   walk.length = tokens.count;
   if (index == 0) {
-    // The scan counts the entry states it finishes from zero (small_chunk_groups.h).
-    if (walk.row0 == 0 && threadIdx.x == 0) *space.ready(head) = 0;
     // Tokens outside every sequence get zero output, as in the reference.
     if (seq == 0) small_clear_rows<kRows, kThreads>(args, 0, begin, walk.h, walk.row0);
     if (seq == args.num_seqs - 1)
@@ -80,10 +78,12 @@ __global__ void __launch_bounds__(SmallRoles<kRowWarps, kProducers>::kThreads)
   // This walk's flag is zeroed before the scan and the correction may launch (the dependents
   // of this grid launch once every CTA has passed launch_dependents below, after this fence).
   static_assert(Roles::kTilesPerHead == 1, "one CTA per walk: its flag is the CTA's");
+  // B_g's walk zeroes E_g's counter too: the scan counts its CTAs' blocks of E_g from zero.
   int* done = space.walk_done(head, index);
   if (threadIdx.x == 0) {
     *done = 0;
-    gpu_fence();  // (and walk 0's zero of `ready` above)
+    if (index > 0 && index < space.groups) *space.ready(head, index) = 0;
+    gpu_fence();
   }
   SmallSmem& s = *reinterpret_cast<SmallSmem*>(smem);
   if constexpr (kSmallDecoupled && kProducers == 4) {  // route_small_chunk_decoupled.cuh

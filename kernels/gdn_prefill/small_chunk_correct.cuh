@@ -38,7 +38,7 @@ __host__ __device__ inline int64_t small_correct_tiles(int64_t total_tokens, int
 /// starts while the scan runs (programmatic dependent launch) the early groups' entry states are
 /// the first ready, so their CTAs come first; a CTA of group g waits for its group's two walks
 /// (the scan itself may start while the map pass runs), for group 0's walk where g = 1 (E_1 is its
-/// exit) and on the (sequence, head)'s `ready` counter for E_g where g >= 2.
+/// exit) and on E_g's `ready` counter where g >= 2, for all the scan's CTAs of the head.
 __global__ void __launch_bounds__(kCorrectThreads)
     small_cp_correct_kernel(PrefillArgs args, SmallGroupSpace space, int64_t tiles) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -63,7 +63,7 @@ __global__ void __launch_bounds__(kCorrectThreads)
     ready_wait(space.walk_done(head, space.zero_walk(group)), 1);
     ready_wait(space.walk_done(head, space.identity_walk(group)), 1);
     if (group == 1) ready_wait(space.walk_done(head, space.zero_walk(0)), 1);
-    else ready_wait(space.ready(head), kScanCtasPerHead * (group - 1));
+    else ready_wait(space.ready(head, group), kScanCtasPerHead);
   }
   __syncthreads();
   const int row0 = 16 * warp;

@@ -15,9 +15,12 @@
 //   qmap[t][h]:     A_{g,<=t} q_t scale, the query through the group's map up to and including t
 // so that the output is partial + E_g qmap (the correction, route_small_chunk_cp.cuh; a bf16
 // partial written into the output itself failed the tolerance where partial and correction
-// cancel, in the emulation test's variants); per (sequence, head) one counter, `ready`, that the
-// map pass zeroes and the scan's CTAs count up as they finish each E_g, so that the correction,
-// when launched while the scan runs, can start a group as soon as its entry state is whole; and
+// cancel, in the emulation test's variants); per (sequence, head, group g >= 2) one counter,
+// `ready`, that B_g's walk zeroes and each of the scan's CTAs of the head counts up once its block
+// of E_g is stored, so that the correction, when launched while the scan runs, can start a group
+// as soon as its entry state is whole (one counter per group: the scan's clusters of a head never
+// wait for each other, so on one counter summed over the groups CTAs a step ahead would stand in
+// for one a step behind, and the correction would read that CTA's block of B_g); and
 // per (sequence, head, walk of the map pass) one flag, `walk_done`, that the walk's CTA zeroes
 // when it starts and sets when its rows and outputs are stored, so that the scan and the
 // correction, launched while the map pass runs, take a group's matrices as soon as they are whole.
@@ -51,7 +54,7 @@ struct SmallGroupSpace {
   __host__ __device__ static constexpr int64_t floats(int64_t num_seqs, int groups,
                                                       int64_t total_tokens) {
     return matrix_floats(num_seqs, groups) + 2 * token_floats(total_tokens) +
-           num_seqs * kVHeads * (2 * int64_t{groups});  // `ready` and `walk_done`
+           num_seqs * kVHeads * (3 * int64_t{groups} - 1);  // `ready` and `walk_done`
   }
   /// E_{e+1} (or B_e before the scan) of (sequence, head) `head`.
   __host__ __device__ float* exit(int64_t head, int e) const {
@@ -68,15 +71,15 @@ struct SmallGroupSpace {
   }
   /// Token 0's rows of the queries through the group maps, [token][head][key].
   __host__ __device__ float* qmap() const { return partial() + token_floats(total_tokens); }
-  /// The counter of (sequence, head) `head`: the scan's CTAs of the head, once per entry state
-  /// E_2, E_3, ... they have finished.
-  __host__ __device__ int* ready(int64_t head) const {
-    return reinterpret_cast<int*>(qmap() + token_floats(total_tokens)) + head;
+  /// The counter of entry state E_g (g >= 2; the slots of g = 0, 1 are unused) of (sequence,
+  /// head) `head`: the scan's CTAs of the head whose block of E_g is stored.
+  __host__ __device__ int* ready(int64_t head, int g) const {
+    return reinterpret_cast<int*>(qmap() + token_floats(total_tokens)) + head * groups + g;
   }
   /// The flag of walk `walk` of (sequence, head) `head` (the map pass's walk index: 0 for group
   /// 0, g for B_g's walk, groups - 1 + g for A_g's): 1 once the walk's results are stored.
   __host__ __device__ int* walk_done(int64_t head, int walk) const {
-    return ready(num_seqs * kVHeads) + head * (2 * int64_t{groups} - 1) + walk;
+    return ready(num_seqs * kVHeads, 0) + head * (2 * int64_t{groups} - 1) + walk;
   }
   /// Walk indices of group g: its walk from zero (group 0: from the entry state), and for g >= 1
   /// its walk from the identity.
@@ -129,8 +132,10 @@ __device__ __forceinline__ bool ready_seen(const int* counter, int target) {
 }
 
 /// Waits until a `ready` counter reaches `target`; a CTA barrier after it orders the CTA's later
-/// reads. On the host (the tests' emulator runs the launches one after another) a counter short
-/// of its target is a bug in the counting, not a wait.
+/// reads. On the host (the tests' emulator runs the launches one after another, so every counter
+/// is at its final count) a counter other than its target is a bug: short of it, in the counting;
+/// past it, in the wait, which on the GPU would pass on a part of the count's signals, in
+/// whatever order their writers run.
 __device__ __forceinline__ void ready_wait(const int* counter, int target) {
 #if defined(__CUDACC__)
   for (;;) {
@@ -140,8 +145,8 @@ __device__ __forceinline__ void ready_wait(const int* counter, int target) {
     __nanosleep(kReadyPollNs);
   }
 #else
-  if (*counter < target) {
-    std::fprintf(stderr, "ready counter %d short of %d\n", *counter, target);
+  if (*counter != target) {
+    std::fprintf(stderr, "ready counter at %d, waited for %d\n", *counter, target);
     std::abort();
   }
 #endif

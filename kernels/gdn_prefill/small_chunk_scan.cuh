@@ -18,7 +18,7 @@
 // while the map pass runs, and where the groups grow the later ones are still walking: each
 // step waits only for its own group's walks, `walk_done`); a step's B block is loaded into
 // registers at its start, used at its end. Each CTA counts its block of every E_g but the last on
-// the (sequence, head)'s `ready` counter, for the correction where it runs beside the scan.
+// E_g's `ready` counter, for the correction where it runs beside the scan.
 #pragma once
 
 #include "cluster_exchange.cuh"  // cluster_sync, store_to_cluster
@@ -233,7 +233,7 @@ __global__ void KHK_CLUSTER_DIMS(kScanCluster) __launch_bounds__(kScanThreadsPer
       s.avail = avail + seen;
     }
     cluster_sync();  // E_{g+1} whole in every CTA, E_g and map step read, s.avail written
-    if (tid == 0) ready_signal(space.ready(head));  // this CTA's block of E_{g+1} is stored
+    if (tid == 0) ready_signal(space.ready(head, step + 2));  // its block of E_{step+2} stored
     avail = s.avail;
   }
 }
