@@ -230,14 +230,17 @@ TEST(DecoupledSmallChunkPrefill, PersistentCtasGiveTheLockstepBits) {
 
 /// One wide CTA's walk of the context-parallel map pass's kinds (route_small_chunk_cp.cuh) over
 /// `length` tokens from `begin` of head h, from zero rows (or, kIdentity, the identity without
-/// values): its fp32 outputs and the rows it ends in.
+/// values): its fp32 outputs and the rows it ends in (a map: transposed, then its tf32
+/// remainders, as the scan takes them).
 template <bool kIdentity>
 std::vector<float> map_walk(const Call& c, std::int64_t begin, std::int64_t length, int h,
                             Pipeline pipeline, CtaEmulator::Order order) {
   OutputSet out = test::poisoned_outputs(c);
   const gp::PrefillArgs args = test::prefill_args(c.inputs, out);
+  const std::int64_t exits = kIdentity ? 2 : 1;  // a map's remainders follow it
   std::vector<float> result(
-      static_cast<std::size_t>(args.total_tokens * gp::kVHeads * gp::kHeadSize + gp::kStateFloats),
+      static_cast<std::size_t>(args.total_tokens * gp::kVHeads * gp::kHeadSize +
+                               exits * gp::kStateFloats),
       std::nanf(""));
   gp::SmallWalk walk;
   walk.begin = begin;
@@ -245,6 +248,7 @@ std::vector<float> map_walk(const Call& c, std::int64_t begin, std::int64_t leng
   walk.h = h;
   walk.partial = result.data() + (begin * gp::kVHeads + h) * gp::kHeadSize;
   walk.exit = result.data() + args.total_tokens * gp::kVHeads * gp::kHeadSize;
+  if (kIdentity) walk.exit_lo = walk.exit + gp::kStateFloats;
   CtaEmulator emulator(gp::SmallRoles<8, 4>::kThreads, sizeof(gp::smem), order, gp::smem);
   emulator.run([&](test::EmulatedCta&) {
     gp::SmallSmem& s = *reinterpret_cast<gp::SmallSmem*>(gp::smem);
@@ -272,6 +276,7 @@ TEST(DecoupledSmallChunkPrefill, MapPassWalksGiveTheLockstepBits) {
     EXPECT_TRUE(same_bits(local, map_walk<false>(c, 16, 117, 3, Pipeline::decoupled, order)))
         << "local walk";
     const auto map = map_walk<true>(c, 16, 117, 5, Pipeline::lockstep, order);
+    EXPECT_FALSE(std::isnan(map.back())) << "the map walk ends in its map's remainders";
     EXPECT_TRUE(same_bits(map, map_walk<true>(c, 16, 117, 5, Pipeline::decoupled, order)))
         << "map walk";
   }

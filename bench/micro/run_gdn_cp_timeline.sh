@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Builds and runs bench/micro/gdn_cp_timeline.cu against the GDN prefill sources of FOLDER at its
-# first [params] values, or at those of GDN_PARAMS="NAME=value ..."; prints its JSON. A folder
-# whose trace.cuh lacks the context-parallel marks (GDN_TRACE_HAS_CP; the library until a
-# promotion brings them) is copied and given them by gdn_cp_trace_marks.patch (compiled out
-# without -DGDN_TRACE, so the harness and the library never see them).
+# first [params] values, or at those of GDN_PARAMS="NAME=value ..."; prints its JSON. The folder's
+# trace.cuh must have the context-parallel marks (GDN_TRACE_HAS_CP; kernels/gdn_prefill has them
+# since 0f171e188436, compiled out without -DGDN_TRACE).
 # Usage: bench/micro/run_gdn_cp_timeline.sh [FOLDER] [BUILD_DIR]   (needs nvcc and an sm_90a GPU)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -11,11 +10,9 @@ folder=${1:-kernels/gdn_prefill}
 dir=${2:-build/micro}
 mkdir -p "$dir"
 if ! grep -q GDN_TRACE_HAS_CP "$folder/trace.cuh"; then
-  marked="$(mktemp -d)/gdn_prefill"  # outside the repository: git apply patches it as given
-  cp -r "$folder" "$marked"
-  (cd "$marked" && { patch -s -p1 <"$here/gdn_cp_trace_marks.patch" 2>/dev/null ||
-    git apply -p1 "$here/gdn_cp_trace_marks.patch"; })
-  folder=$marked
+  echo "run_gdn_cp_timeline.sh: $folder/trace.cuh lacks the context-parallel marks" \
+    "(GDN_TRACE_HAS_CP); a folder older than 0f171e188436 needs them added first" >&2
+  exit 2
 fi
 # shellcheck disable=SC2086  # GDN_PARAMS is a list of NAME=value
 defines=$("$here/candidate_defines.sh" "$folder" ${GDN_PARAMS:-})

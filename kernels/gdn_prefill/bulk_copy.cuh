@@ -55,6 +55,14 @@ __device__ __forceinline__ void fence_proxy_async() {
 #endif
 }
 
+/// Orders global memory this thread has seen written by other CTAs' generic stores (after the
+/// acquire that saw their signal) before its later bulk copies from it.
+__device__ __forceinline__ void fence_proxy_async_global() {
+#if defined(__CUDACC__)
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
+#endif
+}
+
 /// `bytes` (a multiple of 16; both addresses 16-byte aligned) from global to this CTA's shared
 /// memory; the landed bytes count down `barrier`'s transaction count.
 __device__ __forceinline__ void bulk_copy_to_shared(void* dst, const void* src, uint32_t bytes,

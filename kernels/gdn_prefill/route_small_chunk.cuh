@@ -98,7 +98,19 @@ struct SmallWalk {
   __nv_bfloat16* output = nullptr;  // token `begin`'s output row of head h (bf16 outputs)
   float* partial = nullptr;         // the same row of a workspace array (fp32 outputs)
   float* exit = nullptr;            // the head's matrix the rows end in; null: not stored
+  float* exit_lo = nullptr;         // a map walk's: where exit's tf32 remainders go (exit then
+                                    // holds the map transposed: small_store_rows_transposed)
 };
+
+/// A walk's rows at its end into walk.exit: a map (kIdentity) transposed with its remainders, as
+/// the scan takes it (small_chunk_groups.h), other states as rows.
+template <bool kIdentity>
+__device__ __forceinline__ void small_store_exit(const float (&m)[16][4], float scale,
+                                                 const SmallWalk& walk, int r0, int lane) {
+  if (!walk.exit) return;
+  if constexpr (kIdentity) small_store_rows_transposed(m, walk.exit, walk.exit_lo, r0, lane, scale);
+  else small_store_rows(m, walk.exit + int64_t{r0} * kHeadSize, lane, scale);
+}
 
 /// The pipelined walk of one CTA of kRowWarps chain warps and kProducers producer warps. kOutput:
 /// the walk writes its outputs, as bf16 to walk.output or (Out = float) as fp32 to walk.partial,
@@ -147,7 +159,7 @@ __device__ __forceinline__ void small_chunk_walk(const PrefillArgs& args, const 
     slot = slot + 1 == kSmallTileStages ? 0 : slot + 1;
     __syncthreads();
   }
-  if (warp < kRowWarps && walk.exit) small_store_rows(m, walk.exit + rows_at, lane, scale);
+  if (warp < kRowWarps) small_store_exit<kIdentity>(m, scale, walk, row0 + 16 * warp, lane);
 }
 
 /// What a plain-route CTA walks: the (sequence, head) of CTA blockIdx.x and its row tile.

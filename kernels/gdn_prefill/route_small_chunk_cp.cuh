@@ -7,8 +7,8 @@
 //      and leaves E_1; group g of 1 .. groups - 1 walks from zero with its values (B_g, its
 //      outputs from zero as fp32 partials) and, in other CTAs, from the identity without values
 //      (A_g, one row of the map per state row; its outputs are the queries through the map);
-//   2. the scan (small_chunk_scan.cuh): E_{g+1} = E_g A_g + B_g, on tensor cores with fp32
-//      sums, E_groups into new_state, in clusters of CTAs that share blocks of rows; launched
+//   2. the scan (small_chunk_scan.cuh): E_{g+1} = E_g A_g + B_g, on warpgroup MMAs with fp32
+//      sums, E_groups into new_state, each CTA owning a block of value rows; launched
 //      while the map pass runs, each step waiting for its group's walks (`walk_done`), which end
 //      one after another where the groups grow (SMALL_CP_STAGGER);
 //   3. the correction (small_chunk_correct.cuh): groups 1 .. groups - 1 get their outputs as
@@ -43,6 +43,7 @@ __global__ void __launch_bounds__(SmallRoles<kRowWarps, kProducers>::kThreads)
   using Roles = SmallRoles<kRowWarps, kProducers>;
   constexpr int kRows = Roles::kRows, kThreads = Roles::kThreads;
   extern __shared__ __align__(16) unsigned char smem[];
+  if (threadIdx.x == 0) trace(kTraceEntry);
   const int walks = small_cp_map_walks(space.groups);
   const int64_t cta = blockIdx.x;
   const int64_t rest = cta / Roles::kTilesPerHead;
@@ -73,16 +74,17 @@ __global__ void __launch_bounds__(SmallRoles<kRowWarps, kProducers>::kThreads)
     walk.exit = space.exit(head, index);  // B_index
   } else {
     walk.partial = space.qmap() + (walk.begin * kVHeads + walk.h) * kHeadSize;
-    walk.exit = space.map(head, group - 1);  // A_group
+    walk.exit = space.map(head, group - 1);  // A_group, transposed
+    walk.exit_lo = space.map_lo(head, group - 1);
   }
   // This walk's flag is zeroed before the scan and the correction may launch (the dependents
   // of this grid launch once every CTA has passed launch_dependents below, after this fence).
   static_assert(Roles::kTilesPerHead == 1, "one CTA per walk: its flag is the CTA's");
-  // B_g's walk zeroes E_g's counter too: the scan counts its CTAs' blocks of E_g from zero.
+  // B_g's walk zeroes E_g's counter too: the scan counts its CTAs' rows of E_g from zero.
   int* done = space.walk_done(head, index);
   if (threadIdx.x == 0) {
-    *done = 0;
-    if (index > 0 && index < space.groups) *space.ready(head, index) = 0;
+    signal_clear(done);
+    if (index > 0 && index < space.groups) signal_clear(space.ready(head, index));
     gpu_fence();
   }
   SmallSmem& s = *reinterpret_cast<SmallSmem*>(smem);
@@ -104,24 +106,28 @@ __global__ void __launch_bounds__(SmallRoles<kRowWarps, kProducers>::kThreads)
   }
   __syncthreads();  // every warp's rows and outputs stored
   if (threadIdx.x == 0) ready_signal(done);
+  if (threadIdx.x == 0) trace(kTraceItem);  // (here: the walk's flag set)
 }
 
 #if defined(__CUDACC__)  // a host build (the tests' CTA emulator) runs the kernel bodies itself
 /// The three launches in `groups` (at least 2) groups per sequence, on a workspace of
-/// SmallGroupSpace::floats(num_seqs, groups, total_tokens) floats, 16-byte aligned. Only the map
-/// pass reads the state and only the scan writes new_state, after it, so an in-place call
-/// (new_state == state) is safe.
+/// SmallGroupSpace::floats(num_seqs, groups, total_tokens) floats, 16-byte aligned. Only group 0's
+/// walk reads the state and only the scan writes new_state, which it starts only once that walk
+/// is done (it waits for E_1), so an in-place call (new_state == state) is safe.
 template <int kRowWarps, int kProducers>
 cudaError_t launch_small_chunk_cp(const PrefillArgs& args, float* workspace, int groups,
                                   cudaStream_t stream) {
   using Roles = SmallRoles<kRowWarps, kProducers>;
   constexpr int bytes = sizeof(SmallSmem), scan_bytes = sizeof(SmallScanSmem);
-  constexpr int correct_bytes = sizeof(SmallCorrectSmem);
+  constexpr int correct_bytes = kCorrectSmemBytes;
   cudaError_t e = cudaFuncSetAttribute(small_cp_map_kernel<kRowWarps, kProducers>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (e != cudaSuccess) return e;
   e = cudaFuncSetAttribute(small_cp_scan_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                            scan_bytes);
+  if (e != cudaSuccess) return e;
+  e = cudaFuncSetAttribute(small_cp_correct_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           correct_bytes);
   if (e != cudaSuccess) return e;
   const SmallGroupSpace space{workspace, groups, args.num_seqs, args.total_tokens};
   const int64_t heads = args.num_seqs * kVHeads;

@@ -154,7 +154,7 @@ __device__ __forceinline__ void small_chain_walk(const SmallWalk& walk, SmallSme
         kOutput ? output + ci * kSmallChunk * kVHeads * kHeadSize + row0 : nullptr, lane,
         wait_operands);
   });
-  if (walk.exit) small_store_rows(m, walk.exit + rows_at, lane, scale);
+  small_store_exit<kIdentity>(m, scale, walk, row0 + 16 * warp, lane);
   if (warp == 0) trace(kTraceStored);
 }
 

@@ -20,6 +20,7 @@
 
 #include "mma_tiles.cuh"
 #include "small_chunk_layout.h"
+#include "warpgroup_mma.cuh"  // kmajor_offset, tf32_remainder
 
 namespace khk::gdn_prefill {
 
@@ -63,6 +64,26 @@ __device__ __forceinline__ void small_store_rows(const float (&m)[kKeyTiles][4],
     *reinterpret_cast<float2*>(rows + (g + 8) * kHeadSize + 8 * j + 2 * c) =
         make_float2(m[j][2] * scale, m[j][3] * scale);
   }
+}
+
+/// The warp's 16 rows of a group's state map A (rows r0 .. r0 + 15, as small_store_rows stores
+/// them) into A^T's K-major wgmma operand layout (element (r, n) of A at kmajor_offset(n, r)) at
+/// `hi`, their tf32 remainders at `lo`: the context-parallel scan copies both into shared memory
+/// as they are (small_chunk_scan.cuh). A warp's 32 stores of one (j, e) fall into 256 bytes.
+__device__ __forceinline__ void small_store_rows_transposed(const float (&m)[16][4], float* hi,
+                                                            float* lo, int r0, int lane,
+                                                            float scale = 1.0f) {
+  const int g = lane / 4, c = lane % 4;
+  if constexpr (!kSmallScaledState) scale = 1.0f;
+#pragma unroll
+  for (int j = 0; j < 16; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int at = kmajor_offset(8 * j + 2 * c + e % 2, r0 + g + 8 * (e / 2));
+      const float x = m[j][e] * scale;
+      hi[at] = x;
+      lo[at] = tf32_remainder(x);
+    }
 }
 
 /// x = hi + lo + O(2^-16 |x|) for (x0, x1), hi by truncation: the pair's hi is one byte permute

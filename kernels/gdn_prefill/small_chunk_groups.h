@@ -9,23 +9,31 @@
 //   exits[e], e = 0 .. groups - 1:  exits[0] is E_1 (group 0 writes it); the map pass writes B_e
 //                                   into exits[e] for e >= 1, and the scan replaces B_e with
 //                                   E_{e+1} for e <= groups - 2 (E_groups goes to new_state)
-//   maps[m],  m = 0 .. groups - 2:  A_{m+1} (group 0's map is never needed)
+//   maps[m],  m = 0 .. groups - 2:  A_{m+1} (group 0's map is never needed), stored transposed
+//                                   as the scan's wgmma operand (warpgroup_mma.cuh: A^T K-major,
+//                                   element (k, n) of A at kmajor_offset(n, k)), so that the scan
+//                                   copies it into shared memory as it is, by bulk copies
+//   maps_lo[m]:                     the same entries' tf32 remainders (tf32_remainder)
 // and per token t of a group g >= 1, head h, in the output's [token][head][row] layout (fp32):
 //   partial[t][h]:  the output of the walk from zero (B_g's walk, without the entry state)
 //   qmap[t][h]:     A_{g,<=t} q_t scale, the query through the group's map up to and including t
 // so that the output is partial + E_g qmap (the correction, route_small_chunk_cp.cuh; a bf16
 // partial written into the output itself failed the tolerance where partial and correction
 // cancel, in the emulation test's variants); per (sequence, head, group g >= 2) one counter,
-// `ready`, that B_g's walk zeroes and each of the scan's CTAs of the head counts up once its block
-// of E_g is stored, so that the correction, when launched while the scan runs, can start a group
-// as soon as its entry state is whole (one counter per group: the scan's clusters of a head never
-// wait for each other, so on one counter summed over the groups CTAs a step ahead would stand in
-// for one a step behind, and the correction would read that CTA's block of B_g); and
+// `ready`, that B_g's walk zeroes and each of the scan's CTAs of the head counts up once its rows
+// of E_g are stored, so that the correction, when launched while the scan runs, can start a group
+// as soon as its entry state is whole (one counter per group: the scan's CTAs of a head never
+// wait for each other, so on one counter summed over the groups three CTAs a step ahead would
+// stand in for one a step behind, and the correction would read that CTA's rows of B_g); and
 // per (sequence, head, walk of the map pass) one flag, `walk_done`, that the walk's CTA zeroes
 // when it starts and sets when its rows and outputs are stored, so that the scan and the
 // correction, launched while the map pass runs, take a group's matrices as soon as they are whole.
-// A walk zeroes its flags before the map pass lets its dependents launch (every CTA does, after a
-// fence, before griddepcontrol.launch_dependents), so no reader sees a flag of an earlier call.
+// A walk zeroes its flags with a relaxed GPU-scope store and a fence before the map pass lets its
+// dependents launch (every CTA does, before griddepcontrol.launch_dependents); the readers read
+// the L2 (relaxed or acquire loads), so on Hopper no reader sees a flag of an earlier call. The
+// PTX model promises visibility to a dependent only at griddepcontrol.wait, which the readers
+// cannot use (they run beside the map pass); a memset node before the map pass would, at a node
+// per call.
 #pragma once
 
 #include <cstdint>
@@ -46,7 +54,7 @@ struct SmallGroupSpace {
   int64_t total_tokens = 0;
 
   __host__ __device__ static constexpr int64_t matrix_floats(int64_t num_seqs, int groups) {
-    return num_seqs * kVHeads * (2 * int64_t{groups} - 1) * kStateFloats;
+    return num_seqs * kVHeads * (3 * int64_t{groups} - 2) * kStateFloats;
   }
   __host__ __device__ static constexpr int64_t token_floats(int64_t total_tokens) {
     return total_tokens * kVHeads * kHeadSize;
@@ -60,10 +68,14 @@ struct SmallGroupSpace {
   __host__ __device__ float* exit(int64_t head, int e) const {
     return workspace + (head * groups + e) * int64_t{kStateFloats};
   }
-  /// A_{m+1} of (sequence, head) `head`.
+  /// A_{m+1} of (sequence, head) `head`, transposed into the scan's operand layout.
   __host__ __device__ float* map(int64_t head, int m) const {
     return workspace + (num_seqs * kVHeads * groups + head * (groups - 1) + m) *
                            int64_t{kStateFloats};
+  }
+  /// The tf32 remainders of map(head, m), in the same layout.
+  __host__ __device__ float* map_lo(int64_t head, int m) const {
+    return map(head, m) + num_seqs * kVHeads * (groups - 1) * int64_t{kStateFloats};
   }
   /// Token 0's rows of the walks-from-zero outputs, [token][head][row] like the output.
   __host__ __device__ float* partial() const {
@@ -72,7 +84,7 @@ struct SmallGroupSpace {
   /// Token 0's rows of the queries through the group maps, [token][head][key].
   __host__ __device__ float* qmap() const { return partial() + token_floats(total_tokens); }
   /// The counter of entry state E_g (g >= 2; the slots of g = 0, 1 are unused) of (sequence,
-  /// head) `head`: the scan's CTAs of the head whose block of E_g is stored.
+  /// head) `head`: the scan's CTAs of the head whose rows of E_g are stored.
   __host__ __device__ int* ready(int64_t head, int g) const {
     return reinterpret_cast<int*>(qmap() + token_floats(total_tokens)) + head * groups + g;
   }
@@ -88,21 +100,39 @@ struct SmallGroupSpace {
 };
 
 /// One more finished piece on a `ready` counter, after the global writes of this CTA's threads
-/// (the caller has passed a CTA barrier since they wrote).
+/// (the caller has passed a CTA barrier since they wrote): a release at GPU scope, which carries
+/// the writes the barrier ordered before it; a full fence (__threadfence) cost the scan's thread 0
+/// ~0.3 us a step with the CTA waiting for it.
 __device__ __forceinline__ void ready_signal(int* counter) {
 #if defined(__CUDACC__)
-  __threadfence();
-  atomicAdd(counter, 1);
+  asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" ::"l"(counter), "r"(1) : "memory");
 #else
   ++*counter;
 #endif
 }
 
 /// A fence at GPU scope: after a write others must see before a signal (a zeroed flag before
-/// launch_dependents), or after relaxed reads that saw a signal, before the reads it guards.
+/// launch_dependents).
 __device__ __forceinline__ void gpu_fence() {
 #if defined(__CUDACC__)
   __threadfence();
+#endif
+}
+
+/// After relaxed reads that saw a signal, before the reads it guards (with them, an acquire).
+__device__ __forceinline__ void acquire_fence() {
+#if defined(__CUDACC__)
+  asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+#endif
+}
+
+/// Zeroes a `ready` counter or `walk_done` flag at GPU scope (a relaxed store: the readers of the
+/// next call's signals read it in the L2).
+__device__ __forceinline__ void signal_clear(int* flag) {
+#if defined(__CUDACC__)
+  asm volatile("st.relaxed.gpu.global.s32 [%0], %1;\n" ::"l"(flag), "r"(0) : "memory");
+#else
+  *flag = 0;
 #endif
 }
 
@@ -120,7 +150,7 @@ constexpr unsigned kReadyPollNs = 500;
 
 /// Whether a `ready` counter or `walk_done` flag has reached `target` now: a relaxed read, which
 /// does not hold the thread's later loads back while it is in flight; where it has, the caller
-/// orders its later reads after it by a fence (__threadfence) before it tells the CTA.
+/// orders its later reads after it by acquire_fence before it tells the CTA.
 __device__ __forceinline__ bool ready_seen(const int* counter, int target) {
 #if defined(__CUDACC__)
   int seen;

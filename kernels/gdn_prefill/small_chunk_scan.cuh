@@ -1,240 +1,230 @@
 // The scan of the small-chunk route's context-parallel form (small_chunk_groups.h has the
 // workspace): per (sequence, head), E_{g+1} = E_g A_g + B_g for g = 1 .. groups - 1, from the E_1
 // that group 0 wrote, each result over the B_g it consumed, the last (E_groups, the sequence's
-// final state) into new_state. On tensor cores in three tf32 products (E and the map each split
-// into tf32 hi + lo, ~2^-21 relative per term; bf16 pairs would add ~2^-16 per group on top of
-// the chain's own rounding), fp32 sums: a product that underflows or grows does so as the
-// recurrence would.
+// final state) into new_state. In three tf32 products (E and the map each split into tf32 hi +
+// lo, ~2^-21 relative per term; bf16 pairs would add ~2^-16 per group on top of the chain's own
+// rounding), fp32 sums: a product that underflows or grows does so as the recurrence would.
 //
-// Each step reads a whole 64 KB map for every block of value rows, so few rows per CTA make the
-// L2 traffic the limit (8 rows per CTA on 128 SMs: 8 MB per step, about 2 us on one H200,
-// bench/micro/gdn_scan.cu), and many rows per CTA make one SM's FMAs the limit. So a CTA computes
-// a kScanRowsPerCta x kScanCols block of E_{g+1}: kScanCluster CTAs, a thread-block cluster, share
-// a block of rows, each reading only its kScanCols columns of each map (each map read
-// kHeadSize / kScanRowsPerCta times per head instead of 16), and after each step every CTA stores
-// its columns of E_{g+1} into every CTA's copy of the rows (distributed shared memory), one
-// cluster barrier per step. The map columns stream through shared memory by cp.async, up to
-// kScanStages - 1 maps ahead of the step as far as their groups' walks are done (the scan starts
-// while the map pass runs, and where the groups grow the later ones are still walking: each
-// step waits only for its own group's walks, `walk_done`); a step's B block is loaded into
-// registers at its start, used at its end. Each CTA counts its block of every E_g but the last on
-// E_g's `ready` counter, for the correction where it runs beside the scan.
+// A value row of E evolves alone (row v of E_{g+1} is row v of E_g times A_g plus row v of B_g),
+// so each CTA owns kScanRowsPerCta rows for the whole scan and no CTA waits on another's rows: one
+// CTA barrier per step, no cluster exchange. The products run on warpgroup MMAs
+// (warpgroup_mma.cuh) in transposed form, E_{g+1}^T = A_g^T E_g^T: tf32 wgmma wants both operands
+// K-major, which the rows of E are ([v][k]) and the map is not ([k][n]), so the map pass stores
+// each map transposed into that layout with its tf32 remainders (small_chunk_groups.h), and the
+// scan takes them by bulk copies into a ring of kScanMapBuffers buffers (tuning.h): with two, the
+// next step's remainders are copied once this step's products that read them are done and its
+// map once the others are, so the next step's first products (the remainders') overlap the map's
+// landing; with three, the next remainders as the step starts and the next map once this step's
+// remainders are read. The two warpgroups each take 64 of the
+// 128 output columns (the wgmma M), the CTA's rows are the wgmma N. On one H100 (2026-12-07,
+// bench/micro/gdn_scan.cu) the form that loaded each map into registers and stored it transposed
+// took 4.9 us a step, 1.6 us of it the transposed stores and ~1 us the map's exposed load;
+// the tensor work is ~1.1 us.
+//
+// The scan starts while the map pass runs (route_small_chunk_cp.cuh): step s needs group s + 1's
+// walks (A_{s+1}, B_{s+1}), so the CTA waits for groups 0 and 1, and each later group's walks are
+// polled once a step (a relaxed read, then a fence where seen) or waited for where not yet done.
+// Each CTA counts its rows of every E_g but the last on E_g's `ready` counter, for the correction
+// where it runs beside the scan.
 #pragma once
 
-#include "cluster_exchange.cuh"  // cluster_sync, store_to_cluster
-#include "mma_tiles.cuh"         // copy_16b_async, copy_commit, copy_wait
+#include "bulk_copy.cuh"  // fence_proxy_async
+#include "mma_tiles.cuh"
 #include "small_chunk_groups.h"
+#include "trace.cuh"
+#include "warpgroup_mma.cuh"
+
+// For bench/micro/gdn_scan.cu: the maps in the workspace are transposed with their remainders.
+#define GDN_SCAN_MAP_KMAJOR 1
 
 namespace khk::gdn_prefill {
 
-#if defined(__CUDACC__)
-constexpr int kScanCluster = 2;  // CTAs per block of rows, each half of the columns
-#else
-constexpr int kScanCluster = 1;  // the host emulator runs one CTA at a time: all columns
-#endif
-constexpr int kScanRowsPerCta = 32;
-constexpr int kScanCols = kHeadSize / kScanCluster;
-constexpr int kScanCtasPerHead = kHeadSize / kScanRowsPerCta * kScanCluster;
-constexpr int kScanTileWarps = 8;  // warps sharing the CTA's output tiles
-constexpr int kScanKSplit = 2;     // ... times this many, each summing a share of the keys
-constexpr int kScanWarps = kScanTileWarps * kScanKSplit;
-constexpr int kScanThreadsPerCta = 32 * kScanWarps;
-constexpr int kScanKeys = kHeadSize / kScanKSplit;  // a warp's keys
-constexpr int kScanMTiles = kScanRowsPerCta / 16;   // m16n8k8 tiles of rows
-constexpr int kScanNTiles = kScanCols / 8;
-constexpr int kScanWarpNTiles = kScanNTiles * kScanMTiles / kScanTileWarps;
-constexpr int kScanStages = 3;
-constexpr int kScanEStride = kHeadSize + 4;  // fragment reads conflict-free
-constexpr int kScanAStride = kScanCols + 4;
-static_assert(kScanWarpNTiles >= 1 && kScanNTiles % (kScanTileWarps / kScanMTiles) == 0,
-              "the warps share the tiles evenly");
-
+constexpr int kScanRowsPerCta = 32;  // the wgmma N
+constexpr int kScanCtasPerHead = kHeadSize / kScanRowsPerCta;
+constexpr int kScanWarpgroups = kHeadSize / 64;  // each 64 output columns: the wgmma M
+constexpr int kScanThreadsPerCta = 128 * kScanWarpgroups;
 struct SmallScanSmem {
-  float a[kScanStages][kHeadSize][kScanAStride];  // the CTA's columns of the maps, in a ring
-  float e[2][kScanRowsPerCta][kScanEStride];      // the rows of E_g, then of E_{g+1}
-  float4 partial[kScanKSplit - 1][kScanTileWarps][kScanWarpNTiles][32];  // other keys' sums
-  int avail;  // groups 1 .. avail whose walks are known done (thread 0's word to the CTA)
+  float maps[kScanMapBuffers][kHeadSize * kHeadSize];  // A_g^T, K-major (warpgroup_mma.cuh), or
+                                                       // its tf32 remainders: scan_fill
+  float e[kScanRowsPerCta * kHeadSize];     // the CTA's rows of E_g, K-major
+  float e_lo[kScanRowsPerCta * kHeadSize];  // their tf32 remainders
+  uint64_t landed[kScanMapBuffers];  // each buffer's bulk copy, one phase per fill
+  int next_seen[2];  // thread 0's word to the CTA, step s's at s % 2: its next group seen done
 };
 
-/// Requests the CTA's columns [col0, col0 + kScanCols) of map m (A_{m+1}); one commit group.
-__device__ __forceinline__ void scan_request_map(const SmallGroupSpace& space, int64_t head, int m,
-                                                 int col0, SmallScanSmem& s) {
-  const float* from = space.map(head, m) + col0;
-  float(&to)[kHeadSize][kScanAStride] = s.a[m % kScanStages];
-  constexpr int kPiecesPerRow = kScanCols / 4;
-  for (int u = static_cast<int>(threadIdx.x); u < kHeadSize * kPiecesPerRow;
-       u += kScanThreadsPerCta) {
-    const int k = u / kPiecesPerRow, piece = u % kPiecesPerRow;
-    copy_16b_async(&to[k][4 * piece], from + k * kHeadSize + 4 * piece, true);
-  }
-  copy_commit();
+constexpr uint32_t kScanMapBytes = sizeof(float) * kHeadSize * kHeadSize;
+
+/// The maps' copies into the buffers, in the order the steps read them: fill 2 m is step m's
+/// remainders, fill 2 m + 1 its map, each into buffer fill % kScanMapBuffers on that buffer's
+/// barrier, whose (fill / kScanMapBuffers)-th phase it completes.
+__device__ __forceinline__ int scan_fill_buffer(int fill) { return fill % kScanMapBuffers; }
+__device__ __forceinline__ uint32_t scan_fill_parity(int fill) {
+  return static_cast<uint32_t>(fill / kScanMapBuffers) & 1;
 }
 
-/// Waits until group g >= 1's two walks (B_g's from zero, A_g's from the identity) are done.
+/// Fill `fill`'s bulk copy, by the one thread that issues the scan's copies, once the buffer's
+/// earlier fill has been read by every product that uses it.
+__device__ __forceinline__ void scan_fill(const SmallGroupSpace& space, int64_t head, int fill,
+                                          SmallScanSmem& s) {
+  const int m = fill / 2, buffer = scan_fill_buffer(fill);
+  barrier_arrive_expect(&s.landed[buffer], kScanMapBytes);
+  bulk_copy_to_shared(s.maps[buffer], fill % 2 ? space.map(head, m) : space.map_lo(head, m),
+                      kScanMapBytes, &s.landed[buffer]);
+}
+
+/// Waits for fill `fill`; returns its buffer.
+__device__ __forceinline__ const float* scan_filled(SmallScanSmem& s, int fill) {
+  const int buffer = scan_fill_buffer(fill);
+  barrier_wait(&s.landed[buffer], scan_fill_parity(fill));
+  __syncwarp();  // the lanes may leave the wait apart; the wgmma that follow are warp-collective
+  return s.maps[buffer];
+}
+
+/// Whether group g >= 1's two walks (B_g's from zero, A_g's from the identity) are seen done now
+/// (relaxed reads: a fence before relying on what they guard).
+__device__ __forceinline__ bool scan_group_seen(const SmallGroupSpace& space, int64_t head, int g) {
+  const bool zero = ready_seen(space.walk_done(head, space.zero_walk(g)), 1);
+  const bool identity = ready_seen(space.walk_done(head, space.identity_walk(g)), 1);
+  return zero && identity;
+}
+
+/// Waits until group g >= 1's two walks are done.
 __device__ __forceinline__ void scan_group_wait(const SmallGroupSpace& space, int64_t head, int g) {
   ready_wait(space.walk_done(head, space.zero_walk(g)), 1);
   ready_wait(space.walk_done(head, space.identity_walk(g)), 1);
 }
 
-__global__ void KHK_CLUSTER_DIMS(kScanCluster) __launch_bounds__(kScanThreadsPerCta, 1)
+__global__ void __launch_bounds__(kScanThreadsPerCta, 1)
     small_cp_scan_kernel(SmallGroupSpace space, float* new_state) {
   extern __shared__ __align__(16) unsigned char smem[];
   SmallScanSmem& s = *reinterpret_cast<SmallScanSmem*>(smem);
   // The correction may launch now where it is a programmatic dependent launch: it waits on
   // `ready` for each group's entry state, not for this grid's end.
   launch_dependents();
+  trace_scan(0);
   const int64_t head = blockIdx.x / kScanCtasPerHead;
-  const int in_head = static_cast<int>(blockIdx.x % kScanCtasPerHead);
-  const int rank = in_head % kScanCluster;  // a 1-D cluster of consecutive CTAs
-  const int row0 = in_head / kScanCluster * kScanRowsPerCta, col0 = rank * kScanCols;
-  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
-  const int g = lane / 4, c = lane % 4;
-  // The warp's tiles: rows m0 .. m0 + 15, columns n0(j) .. n0(j) + 7 of the CTA's block, keys
-  // [key0, key0 + kScanKeys).
-  const int tile_warp = warp % kScanTileWarps, split = warp / kScanTileWarps;
-  const int m0 = 16 * (tile_warp % kScanMTiles), key0 = split * kScanKeys;
-  const auto n0 = [&](int j) {
-    return 8 * (tile_warp / kScanMTiles + j * (kScanTileWarps / kScanMTiles));
-  };
+  const int row0 = static_cast<int>(blockIdx.x % kScanCtasPerHead) * kScanRowsPerCta;
+  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32;
+  const int wg = tid / 128, w = tid % 128 / 32, g = lane / 4, c = lane % 4;
   const int steps = space.groups - 1;
+  // The thread's accumulator elements e = 0 .. 3 of tile j: column (of E_{g+1}) n, row v.
+  const auto col = [&](int e) { return 64 * wg + 16 * w + g + 8 * (e / 2); };
+  const auto row = [&](int j, int e) { return 8 * j + 2 * c + e % 2; };
 
-  // This grid may run beside the map pass (route_small_chunk_cp.cuh): step s needs group s + 1's
-  // walks (A_{s+1}, B_{s+1}), so the CTA waits for groups 0 and 1, and asks for the later
-  // groups' maps as soon as their walks are seen done (polled once a step, one group at a time),
-  // as far ahead as the ring of maps reaches.
+  // Thread 0's word to the CTA for step `step`, read after the next CTA barrier: whether group
+  // step + 2 is seen done (relaxed reads, then fences where seen: thread 0 copies its map during
+  // the step). Step s + 1's is polled while step s's products run, so that the poll's round trip
+  // is not on the step's path (at the step's end it cost ~0.5 us a step with the CTA waiting).
+  const auto poll = [&](int step) {
+    if (tid == 0) {
+      const int g = step + 2;
+      const bool seen = g < space.groups && scan_group_seen(space, head, g);
+      if (seen) {
+        acquire_fence();  // what the relaxed reads saw, ordered before later reads
+        fence_proxy_async_global();  // ... and before the bulk copies' reads
+      }
+      s.next_seen[step & 1] = seen;
+    }
+  };
+  // E_1 (group 0's walk, which ends first) is loaded while thread 0 waits for group 1's walks and
+  // then starts the first maps' copies.
   if (tid == 0) {
+    for (int i = 0; i < kScanMapBuffers; ++i) barrier_init(&s.landed[i], 1);
     ready_wait(space.walk_done(head, space.zero_walk(0)), 1);  // E_1
-    scan_group_wait(space, head, 1);
-    int avail = 1;
-    while (avail < steps && avail + 1 < kScanStages &&
-           ready_seen(space.walk_done(head, space.zero_walk(avail + 1)), 1) &&
-           ready_seen(space.walk_done(head, space.identity_walk(avail + 1)), 1))
-      ++avail;
-    if (avail > 1) gpu_fence();  // what the relaxed reads saw, ordered before later reads
-    s.avail = avail;
   }
-  __syncthreads();
-  int avail = s.avail, requested = 0;  // maps asked for: 0 .. requested - 1
-  while (requested < avail && requested + 1 < kScanStages)
-    scan_request_map(space, head, requested++, col0, s);
-  {  // E_1's rows, all columns, into this CTA's copy
+  __syncthreads();  // the barriers initialised, E_1 done
+  {  // E_1's rows, K-major, with their remainders
     const float* e1 = space.exit(head, 0) + row0 * kHeadSize;
     for (int u = tid; u < kScanRowsPerCta * kHeadSize / 4; u += kScanThreadsPerCta) {
-      const int row = u / (kHeadSize / 4), col = 4 * (u % (kHeadSize / 4));
-      *reinterpret_cast<float4*>(&s.e[0][row][col]) =
-          *reinterpret_cast<const float4*>(e1 + row * kHeadSize + col);
+      const int v = u / (kHeadSize / 4), k = 4 * (u % (kHeadSize / 4));
+      const float4 x = *reinterpret_cast<const float4*>(e1 + v * kHeadSize + k);
+      *reinterpret_cast<float4*>(&s.e[kmajor_offset(v, k)]) = x;
+      *reinterpret_cast<float4*>(&s.e_lo[kmajor_offset(v, k)]) =
+          make_float4(tf32_remainder(x.x), tf32_remainder(x.y), tf32_remainder(x.z),
+                      tf32_remainder(x.w));
     }
   }
-  // The thread's accumulator elements: rows m0 + g (+ 8), columns n0(j) + 2c (+ 1).
-  const auto at = [&](int j, int half) {
-    return (row0 + m0 + g + 8 * half) * kHeadSize + col0 + n0(j) + 2 * c;
-  };
-  cluster_sync();  // E_1 in shared memory; the CTAs of the cluster all running
+  fence_proxy_async();  // the generic stores, before the tensor cores read them
+  if (tid == 0) {
+    scan_group_wait(space, head, 1);
+    fence_proxy_async_global();
+    scan_fill(space, head, 0, s);
+    scan_fill(space, head, 1, s);
+  }
+  trace_scan(1);
+  poll(0);
+  __syncthreads();  // E_1's rows stored, group 1 done
 
   for (int step = 0; step < steps; ++step) {
-    if (avail < step + 1) {  // group step + 1 not seen done yet: wait for it
-      if (tid == 0) scan_group_wait(space, head, step + 1);
-      avail = step + 1;
-      __syncthreads();
-    }
-    while (requested < avail && requested < step + kScanStages)
-      scan_request_map(space, head, requested++, col0, s);
-    float2 b[kScanWarpNTiles][2];  // B_{step+1} at the accumulator's places, for the finish
-    if (split == 0) {  // only the first key share's warps finish E_{g+1}
-      const float* from = space.exit(head, step + 1);
-#pragma unroll
-      for (int j = 0; j < kScanWarpNTiles; ++j)
-#pragma unroll
-        for (int half = 0; half < 2; ++half)
-          b[j][half] = *reinterpret_cast<const float2*>(from + at(j, half));
-    }
-    // Map `step` landed (this thread's pieces): at most requested - step - 1 later ones in flight.
-    const int later = requested - step - 1;
-    if (later >= 2) copy_wait<2>();
-    else if (later == 1) copy_wait<1>();
-    else copy_wait<0>();
-    __syncthreads();  // every thread's pieces
-    // The next group's flags, read now and looked at after the products.
-    int seen_zero = 0, seen_identity = 0;
-    if (tid == 0 && avail < steps) {
-      seen_zero = ready_seen(space.walk_done(head, space.zero_walk(avail + 1)), 1);
-      seen_identity = ready_seen(space.walk_done(head, space.identity_walk(avail + 1)), 1);
-    }
-    const float(&a)[kHeadSize][kScanAStride] = s.a[step % kScanStages];
-    const float(&e)[kScanRowsPerCta][kScanEStride] = s.e[step & 1];
-    // Six accumulators per tile (the three products, even and odd key steps): independent
-    // chains, so the MMAs' latencies overlap instead of adding up along the keys. The tf32
-    // pairs split by truncation (mma_tiles.cuh).
-    float acc[kScanWarpNTiles][6][4] = {};
-#pragma unroll
-    for (int step8 = 0; step8 < kScanKeys / 8; ++step8) {
-      const int k = key0 + 8 * step8, p = step8 % 2;
-      uint32_t ehi[4], elo[4];
-      split_tf32_truncated(e[m0 + g][k + c], ehi[0], elo[0]);
-      split_tf32_truncated(e[m0 + g + 8][k + c], ehi[1], elo[1]);
-      split_tf32_truncated(e[m0 + g][k + c + 4], ehi[2], elo[2]);
-      split_tf32_truncated(e[m0 + g + 8][k + c + 4], ehi[3], elo[3]);
-#pragma unroll
-      for (int j = 0; j < kScanWarpNTiles; ++j) {
-        uint32_t bhi0, blo0, bhi1, blo1;
-        split_tf32_truncated(a[k + c][n0(j) + g], bhi0, blo0);
-        split_tf32_truncated(a[k + c + 4][n0(j) + g], bhi1, blo1);
-        mma_tf32(acc[j][3 * p], elo, bhi0, bhi1);
-        mma_tf32(acc[j][3 * p + 1], ehi, blo0, blo1);
-        mma_tf32(acc[j][3 * p + 2], ehi, bhi0, bhi1);
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < kScanWarpNTiles; ++j)
-#pragma unroll
-      for (int i = 0; i < 4; ++i)  // small terms first
-        acc[j][0][i] = ((acc[j][0][i] + acc[j][3][i]) + (acc[j][1][i] + acc[j][4][i])) +
-                       (acc[j][2][i] + acc[j][5][i]);
-    if (kScanKSplit > 1) {  // the other key shares' sums into the first share's warps
-      if (split > 0) {
-#pragma unroll
-        for (int j = 0; j < kScanWarpNTiles; ++j)
-          s.partial[split - 1][tile_warp][j][lane] =
-              make_float4(acc[j][0][0], acc[j][0][1], acc[j][0][2], acc[j][0][3]);
-      }
-      __syncthreads();
-      if (split == 0) {
-#pragma unroll
-        for (int j = 0; j < kScanWarpNTiles; ++j)
-#pragma unroll
-          for (int from = 0; from + 1 < kScanKSplit; ++from) {
-            const float4 q = s.partial[from][tile_warp][j][lane];
-            acc[j][0][0] += q.x, acc[j][0][1] += q.y, acc[j][0][2] += q.z, acc[j][0][3] += q.w;
-          }
-      }
-    }
-    // E_{g+1} for g = step + 1, over B_g, or the last into new_state: the first key share's
-    // warps' to finish.
     const bool more = step + 1 < steps;
-    if (split == 0) {
-      float* out = more ? space.exit(head, step + 1) : new_state + head * kStateFloats;
+    const bool copy_early = more && s.next_seen[step & 1];  // copy the next maps during products
+    // B_{step+1} at the accumulator's places (read here, used at the end), and where E_{step+2}
+    // goes: over it, or the last into new_state.
+    const float* from = space.exit(head, step + 1) + row0 * kHeadSize;
+    float* out = (more ? space.exit(head, step + 1) : new_state + head * kStateFloats) +
+                 row0 * kHeadSize;
+    float b[16];
 #pragma unroll
-      for (int j = 0; j < kScanWarpNTiles; ++j)
+    for (int j = 0; j < 4; ++j)
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const float2 x = make_float2(acc[j][0][2 * half] + b[j][half].x,
-                                       acc[j][0][2 * half + 1] + b[j][half].y);
-          *reinterpret_cast<float2*>(out + at(j, half)) = x;
-          if (more) {
-            float* to = &s.e[(step + 1) & 1][m0 + g + 8 * half][col0 + n0(j) + 2 * c];
-            for (int cta = 0; cta < kScanCluster; ++cta) store_to_cluster(to, cta, x);
-          }
-        }
+      for (int e = 0; e < 4; ++e) b[4 * j + e] = from[row(j, e) * kHeadSize + col(e)];
+    float acc[16];
+#pragma unroll
+    for (int i = 0; i < 16; ++i) acc[i] = 0.0f;
+    // With three buffers the next remainders' buffer is free now (its last fill, the map before
+    // this step's, was read by the last step's products).
+    if (kScanMapBuffers == 3 && tid == 0 && copy_early) scan_fill(space, head, 2 * step + 2, s);
+    // The small terms first, in two groups: A's remainders (their buffer is free once the first
+    // group is done), then E's remainders and the main term through A.
+    const int wg_rows = kmajor_offset(64 * wg, 0);
+    const float* a_lo = scan_filled(s, 2 * step) + wg_rows;
+    wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < kHeadSize; k += 8) wgmma_tf32_m64n32k8(acc, a_lo, s.e, k);
+    wgmma_commit();
+    const float* a = scan_filled(s, 2 * step + 1) + wg_rows;
+    wgmma_fence();  // (the accumulators are the first group's, still in flight)
+#pragma unroll
+    for (int k = 0; k < kHeadSize; k += 8) wgmma_tf32_m64n32k8(acc, a, s.e_lo, k);
+#pragma unroll
+    for (int k = 0; k < kHeadSize; k += 8) wgmma_tf32_m64n32k8(acc, a, s.e, k);
+    wgmma_commit();
+    // While the products run: the previous step's rows counted for the correction (stored before
+    // the last barrier); then the next copies, each once both warpgroups' products that read its
+    // buffer are done. The loops stay unrolled: a loop between the MMAs and the wait serializes
+    // them.
+    if (tid == 0 && step > 0) ready_signal(space.ready(head, step + 1));  // its rows of E_{step+1}
+    if (more) poll(step + 1);  // (its slot was read before the last barrier)
+    wgmma_wait<1>();
+    __syncthreads();  // A's remainders read
+    // Two buffers: the next remainders into the remainders' buffer; three: the next map into it.
+    if (tid == 0 && copy_early)
+        scan_fill(space, head, 2 * step + (kScanMapBuffers == 3 ? 3 : 2), s);
+    wgmma_wait<0>();
+    __syncthreads();  // both warpgroups' products done: A and E_g read
+    if (kScanMapBuffers == 2 && tid == 0 && copy_early) scan_fill(space, head, 2 * step + 3, s);
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float x = acc[4 * j + e] + b[4 * j + e];
+        out[row(j, e) * kHeadSize + col(e)] = x;
+        s.e[kmajor_offset(row(j, e), col(e))] = x;
+        s.e_lo[kmajor_offset(row(j, e), col(e))] = tf32_remainder(x);
+      }
+    if (!more) {
+      trace_scan(2 + step);
+      break;
     }
-    if (!more) break;  // no CTA stores into another's shared memory after this
-    if (tid == 0) {
-      const bool seen = seen_zero && seen_identity;
-      if (seen) gpu_fence();  // what the relaxed reads saw, ordered before later reads
-      s.avail = avail + seen;
+    if (tid == 0 && !copy_early) {  // the next group's walks were not seen done: wait, then copy
+      scan_group_wait(space, head, step + 2);
+      fence_proxy_async_global();
+      scan_fill(space, head, 2 * step + 2, s);
+      scan_fill(space, head, 2 * step + 3, s);
     }
-    cluster_sync();  // E_{g+1} whole in every CTA, E_g and map step read, s.avail written
-    if (tid == 0) ready_signal(space.ready(head, step + 2));  // its block of E_{step+2} stored
-    avail = s.avail;
+    fence_proxy_async();  // E's generic stores, before the tensor cores read them
+    __syncthreads();  // E_{step+2}'s rows stored (shared and global)
+    trace_scan(2 + step);
   }
 }
 

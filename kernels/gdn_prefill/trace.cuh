@@ -30,8 +30,29 @@ __device__ __forceinline__ void trace(TracePhase phase) {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)::"memory");
   g_trace[blockIdx.x][phase] = now;
 }
+// The context-parallel route's scan and correction, thread 0 of each CTA: the scan's entry, its
+// groups 0 and 1 seen, then the end of each step; the correction's start (entry state and walks
+// seen) and end.
+#define GDN_TRACE_HAS_CP 1
+constexpr int kTraceScanMarks = 2 + 16;
+__device__ uint64_t g_trace_scan[kTraceCtas][kTraceScanMarks];
+__device__ uint64_t g_trace_correct[kTraceCtas][2];
+__device__ __forceinline__ void trace_at(uint64_t* slot) {
+  uint64_t now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)::"memory");
+  *slot = now;
+}
+__device__ __forceinline__ void trace_scan(int mark) {
+  if (threadIdx.x == 0 && blockIdx.x < kTraceCtas && mark < kTraceScanMarks)
+    trace_at(&g_trace_scan[blockIdx.x][mark]);
+}
+__device__ __forceinline__ void trace_correct(int mark) {
+  if (threadIdx.x == 0 && blockIdx.x < kTraceCtas) trace_at(&g_trace_correct[blockIdx.x][mark]);
+}
 #else
 __device__ __forceinline__ void trace(TracePhase) {}
+__device__ __forceinline__ void trace_scan(int) {}
+__device__ __forceinline__ void trace_correct(int) {}
 #endif
 
 }  // namespace khk::gdn_prefill

@@ -17,7 +17,8 @@
     !defined(SMALL_DECOUPLED) || !defined(SMALL_KEY_PARTS) || \
     !defined(SMALL_SPLIT_GATES) || !defined(SMALL_SPLIT_PHASE_B) || \
     !defined(SMALL_KEY_SPLIT_MAX_CTAS) || !defined(SMALL_EARLY_START) || \
-    !defined(SMALL_SCALED_STATE) || !defined(SMALL_SCALE_QK) || !defined(SMALL_CP_STAGGER)
+    !defined(SMALL_SCALED_STATE) || !defined(SMALL_SCALE_QK) || !defined(SMALL_CP_STAGGER) || \
+    !defined(SMALL_CORRECT_ONE_TRIP) || !defined(SMALL_SCAN_MAP_BUFFERS)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
 
@@ -148,9 +149,22 @@ constexpr long long kSmallCpOverlapMinSeqs = SMALL_CP_OVERLAP_MIN_SEQS;
 // group g, step g runs while the later groups still walk, and the call ends about one step after
 // the last group instead of groups - 1 steps after all of them. The stagger that matches is the
 // scan step over the wide CTA's chain step (about 1.9 us per 16-token chunk in the map pass on one
-// H100). A sequence too short for the whole stagger gets as much of it as keeps the first group
-// non-empty.
+// H100). A sequence too short for the whole stagger gets as much of it as its chunks allow
+// (group_tokens); one of fewer than G + d G (G - 1) / 2 chunks starts with empty groups, which
+// walk no chunk and pass their entry state on.
 constexpr int kSmallCpStaggerChunks = SMALL_CP_STAGGER;
+// 1: a correction CTA (small_chunk_correct.cuh) issues every read it makes (E_g's rows, its 64
+// tokens' qmap rows and partials) before it uses any, one dependent memory round trip after its
+// waits; 0: two per 16-token slice (the qmap slice, a barrier, then its partials), eight in all.
+// By the timeline of ffb523b8154b (bench/results/2026-12-06_gdn_prefill_cp_timeline_h100.json)
+// a group's corrections end 8 us after its entry state at 1377 x 1, for 2 us of arithmetic.
+constexpr bool kSmallCorrectOneTrip = SMALL_CORRECT_ONE_TRIP != 0;
+// The context-parallel scan's shared-memory buffers for the maps it copies in
+// (small_chunk_scan.cuh; a map and its remainders take one each): 2, the next step's remainders
+// copied once this step's products that read them are done and its map after the rest; 3 (224 KB, a
+// whole SM), the next remainders copied as the step starts and the next map once the remainders are
+// read, so that both copies overlap products.
+constexpr int kScanMapBuffers = SMALL_SCAN_MAP_BUFFERS;
 // ... or from kSmallCpLongMinGroups groups when they average at least kSmallCpLongGroupTokens
 // tokens: long groups pay the fill and the scan step back (with the finish pass, 2 sequences in
 // 5 groups on one H200: 5709 tokens 231 -> 191 us, 3271 tokens 132 -> 122, while 2040 tokens,
@@ -288,6 +302,9 @@ static_assert(kSmallCpLongGroupTokens >= 0, "SMALL_CP_LONG_GROUP_TOKENS: 0 or mo
 static_assert(kSmallCpLongMinGroups >= 2, "SMALL_CP_LONG_MIN_GROUPS: 2 or more");
 static_assert(SMALL_SCALE_QK == 0 || SMALL_SCALE_QK == 1, "SMALL_SCALE_QK: 0 or 1");
 static_assert(kSmallCpStaggerChunks >= 0 && kSmallCpStaggerChunks <= 16, "SMALL_CP_STAGGER: 0 to 16");
+static_assert(SMALL_CORRECT_ONE_TRIP == 0 || SMALL_CORRECT_ONE_TRIP == 1,
+              "SMALL_CORRECT_ONE_TRIP: 0 or 1");
+static_assert(kScanMapBuffers == 2 || kScanMapBuffers == 3, "SMALL_SCAN_MAP_BUFFERS: 2 or 3");
 // Above 32 the held rows' bound 2^(b + 24) leaves too little of fp32's range for the state.
 static_assert(SMALL_SCALED_STATE >= 0 && SMALL_SCALED_STATE <= 32, "SMALL_SCALED_STATE: 0 to 32");
 static_assert(kSmallCpCtas >= 1 && kSmallCpGroupTokens >= 1,
