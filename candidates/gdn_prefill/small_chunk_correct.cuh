@@ -136,11 +136,10 @@ __global__ void __launch_bounds__(kCorrectThreads)
   const int64_t begin = args.cu_seqlens[seq], end = args.cu_seqlens[seq + 1];
   const GroupTokens tokens = group_tokens(end > begin ? end - begin : 0, space.groups, group);
   const int64_t from = tile * kCorrectTokens;
-  // The last CTA holds the grid open until the scan (which writes new_state after the last
-  // entry state any correction waits for) has completed: wait_for_prerequisite_grid.
-  const bool holds_the_grid = last_cta_of_grid();
+  // Every exit ends after the scan, which writes new_state after the last entry state any
+  // correction waits for (end_after_prerequisite_grid).
   if (from >= tokens.count) {  // the whole CTA: no barrier is skipped by some threads only
-    if (holds_the_grid) wait_for_prerequisite_grid();
+    end_after_prerequisite_grid();
     return;
   }
   const int64_t first = begin + tokens.from + from;  // the CTA's first token
@@ -216,7 +215,7 @@ __global__ void __launch_bounds__(kCorrectThreads)
     }
   }
   trace_correct(1);
-  if (holds_the_grid) wait_for_prerequisite_grid();
+  end_after_prerequisite_grid();
 }
 
 }  // namespace khk::gdn_prefill

@@ -144,23 +144,14 @@ __device__ __forceinline__ void launch_dependents() {
 #endif
 }
 
-/// Blocks until this grid's programmatic prerequisite has completed and its writes are visible (a
-/// no-op where the grid was launched without the attribute). One CTA of a grid that never waits
-/// for its prerequisite otherwise calls it as it ends, so that the grid cannot complete before the
-/// one it overlaps: work after the call in the stream then finds the whole call done.
-__device__ __forceinline__ void wait_for_prerequisite_grid() {
+/// Called by every CTA of a programmatic dependent grid that never otherwise waits for its
+/// prerequisite, as the CTA ends: the grid's last CTA blocks until the prerequisite grid has
+/// completed (a no-op where the grid was launched without the attribute), so that this grid cannot
+/// complete before the one it overlaps and work after the call in the stream finds the whole call
+/// done. The host emulator runs the launches one after another: nothing to hold there.
+__device__ __forceinline__ void end_after_prerequisite_grid() {
 #if defined(__CUDACC__)
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-
-/// Whether this CTA is its grid's last (the one that holds a grid open); on the host, whose
-/// emulator runs the launches one after another, there is nothing to hold.
-__device__ __forceinline__ bool last_cta_of_grid() {
-#if defined(__CUDACC__)
-  return blockIdx.x == gridDim.x - 1;
-#else
-  return false;
+  if (blockIdx.x == gridDim.x - 1) asm volatile("griddepcontrol.wait;\n" ::: "memory");
 #endif
 }
 

@@ -228,8 +228,8 @@ __global__ void __launch_bounds__(kScanThreadsPerCta, 1)
     trace_scan(2 + step);
   }
   // The map pass's CTAs may still be exiting when the last step is done (its flags were set
-  // before): CTA 0 holds this grid open until that grid has completed (small_chunk_groups.h).
-  if (blockIdx.x == 0) wait_for_prerequisite_grid();
+  // before): this grid ends after that grid has completed.
+  end_after_prerequisite_grid();
 }
 
 }  // namespace khk::gdn_prefill
