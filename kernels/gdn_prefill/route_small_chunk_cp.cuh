@@ -118,6 +118,9 @@ template <int kRowWarps, int kProducers>
 cudaError_t launch_small_chunk_cp(const PrefillArgs& args, float* workspace, int groups,
                                   cudaStream_t stream) {
   using Roles = SmallRoles<kRowWarps, kProducers>;
+  // One group has no scan step: walk_done(head, 1) would be the next head's, and new_state is
+  // never written. The dispatch starts at two; a direct call must too.
+  if (groups < 2) return cudaErrorInvalidValue;
   constexpr int bytes = sizeof(SmallSmem), scan_bytes = sizeof(SmallScanSmem);
   constexpr int correct_bytes = kCorrectSmemBytes;
   cudaError_t e = cudaFuncSetAttribute(small_cp_map_kernel<kRowWarps, kProducers>,

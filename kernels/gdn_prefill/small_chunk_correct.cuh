@@ -136,7 +136,12 @@ __global__ void __launch_bounds__(kCorrectThreads)
   const int64_t begin = args.cu_seqlens[seq], end = args.cu_seqlens[seq + 1];
   const GroupTokens tokens = group_tokens(end > begin ? end - begin : 0, space.groups, group);
   const int64_t from = tile * kCorrectTokens;
-  if (from >= tokens.count) return;  // the whole CTA: no barrier is skipped by some threads only
+  // Every exit ends after the scan, which writes new_state after the last entry state any
+  // correction waits for (end_after_prerequisite_grid).
+  if (from >= tokens.count) {  // the whole CTA: no barrier is skipped by some threads only
+    end_after_prerequisite_grid();
+    return;
+  }
   const int64_t first = begin + tokens.from + from;  // the CTA's first token
   const int64_t left = tokens.count - from;
   const int count = static_cast<int>(left < kCorrectTokens ? left : kCorrectTokens);
@@ -210,6 +215,7 @@ __global__ void __launch_bounds__(kCorrectThreads)
     }
   }
   trace_correct(1);
+  end_after_prerequisite_grid();
 }
 
 }  // namespace khk::gdn_prefill

@@ -144,6 +144,17 @@ __device__ __forceinline__ void launch_dependents() {
 #endif
 }
 
+/// Called by every CTA of a programmatic dependent grid that never otherwise waits for its
+/// prerequisite, as the CTA ends: the grid's last CTA blocks until the prerequisite grid has
+/// completed (a no-op where the grid was launched without the attribute), so that this grid cannot
+/// complete before the one it overlaps and work after the call in the stream finds the whole call
+/// done. The host emulator runs the launches one after another: nothing to hold there.
+__device__ __forceinline__ void end_after_prerequisite_grid() {
+#if defined(__CUDACC__)
+  if (blockIdx.x == gridDim.x - 1) asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
 /// Between two polls of a `ready` counter: the scan finishes an entry state every few
 /// microseconds, and many CTAs polling one L2 line back to back slow the scan they wait for.
 constexpr unsigned kReadyPollNs = 500;

@@ -201,6 +201,7 @@ __global__ void __launch_bounds__(kScanThreadsPerCta, 1)
     if (tid == 0 && copy_early)
         scan_fill(space, head, 2 * step + (kScanMapBuffers == 3 ? 3 : 2), s);
     wgmma_wait<0>();
+    wgmma_fence_operands(acc);  // the sums below read the products' results, not before the wait
     __syncthreads();  // both warpgroups' products done: A and E_g read
     if (kScanMapBuffers == 2 && tid == 0 && copy_early) scan_fill(space, head, 2 * step + 3, s);
 #pragma unroll
@@ -226,6 +227,9 @@ __global__ void __launch_bounds__(kScanThreadsPerCta, 1)
     __syncthreads();  // E_{step+2}'s rows stored (shared and global)
     trace_scan(2 + step);
   }
+  // The map pass's CTAs may still be exiting when the last step is done (its flags were set
+  // before): this grid ends after that grid has completed.
+  end_after_prerequisite_grid();
 }
 
 }  // namespace khk::gdn_prefill

@@ -72,6 +72,20 @@ __device__ __forceinline__ void wgmma_wait() {
 #endif
 }
 
+/// Ties the accumulators to this point of the program. The wgmma's asm statements name them as
+/// operands, but nothing ties a later plain read to the wait that makes them final, so the
+/// compiler could move the read above the wait; an empty asm that reads and writes each register
+/// after the wait cannot be moved above it (it is volatile, like the wait), nor the reads above it.
+template <int N>
+__device__ __forceinline__ void wgmma_fence_operands(float (&d)[N]) {
+#if defined(__CUDACC__)
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+#else
+  (void)d;
+#endif
+}
+
 /// The no-swizzle descriptor of a K-major operand whose row 0, key 0 is at `at` (shared memory).
 __device__ __forceinline__ uint64_t wgmma_descriptor(const float* at) {
 #if defined(__CUDACC__)
