@@ -10,6 +10,8 @@
 //   scan_entry      [first, median, last] entry of the sequence's scan CTAs
 //   scan_steps[s]   [median, last] end of step s over the sequence's scan CTAs
 //   correction[g]   [first start, last end] of group g's correction CTAs
+//   correction_ctas[g - 1]  [median start, last start, median time, longest time] of those
+//                   CTAs, a CTA's time from its start to its end
 // Prints one JSON object.
 #include <cuda_runtime.h>
 
@@ -86,6 +88,7 @@ void print_call(const Case& c, int groups, int64_t tiles, const Marks& map, cons
       std::printf("%s[%.1f, %.1f]", st ? ", " : "", median(steps[st]),
                   *std::max_element(steps[st].begin(), steps[st].end()));
     std::printf("],\n     \"correction\": [");
+    std::vector<std::vector<double>> spans(groups);  // per group: [start, end] of each CTA
     for (int g = 1; g < groups; ++g) {
       double first = 1e30, last = -1.0;
       for (int h = 0; h < gp::kVHeads; ++h)
@@ -94,8 +97,24 @@ void print_call(const Case& c, int groups, int64_t tiles, const Marks& map, cons
           if (cta >= gp::kTraceCtas || !corr[cta][0]) continue;
           first = std::min(first, us(corr[cta][0], origin));
           last = std::max(last, us(corr[cta][1], origin));
+          spans[g].push_back(us(corr[cta][0], origin));
+          spans[g].push_back(us(corr[cta][1], origin));
         }
       std::printf("%s[%.1f, %.1f]", g > 1 ? ", " : "", first, last);
+    }
+    // Each CTA's own time from its start (inputs ready) to its end: whether a group's span is
+    // its CTAs' work or their starts spread out.
+    std::printf("],\n     \"correction_ctas\": [");
+    for (int g = 1; g < groups; ++g) {
+      std::vector<double> start, took;
+      for (std::size_t i = 0; i + 1 < spans[g].size(); i += 2) {
+        start.push_back(spans[g][i]);
+        took.push_back(spans[g][i + 1] - spans[g][i]);
+      }
+      if (start.empty()) start.push_back(-1.0), took.push_back(-1.0);
+      std::sort(start.begin(), start.end());
+      std::printf("%s[%.1f, %.1f, %.2f, %.2f]", g > 1 ? ", " : "", median(start), start.back(),
+                  median(took), *std::max_element(took.begin(), took.end()));
     }
     std::printf("]}");
   }
@@ -176,6 +195,6 @@ int main() {
   }
   std::printf("], \"format\": \"walks[g] = [zero walk, identity walk] flag set (median over "
               "heads); scan_entry = [first, median, last]; scan_steps[s] = [median, last] step "
-              "end; correction[g] = [first start, last end]\"}\n");
+              "end; correction[g] = [first start, last end]; correction_ctas[g - 1] = [median start, last start, median time, longest time] of its CTAs\"}\n");
   return 0;
 }
