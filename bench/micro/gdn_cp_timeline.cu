@@ -50,6 +50,22 @@ using CorrectMarks = uint64_t[gp::kTraceCtas][2];
 
 double us(uint64_t t, uint64_t origin) { return t ? (static_cast<double>(t) - origin) / 1e3 : -1.0; }
 
+/// The correction CTA of (sequence s, group g, head h, tile t): the folder's order where it names
+/// one (small_correct_cta, by sequence rank shortest first or by sequence), else group first.
+int64_t correct_cta(const Case& c, int64_t s, int g, int h, int64_t t, int groups, int64_t tiles) {
+  const int64_t seqs = static_cast<int64_t>(c.lengths.size());
+#if defined(GDN_CORRECT_CTA_OF)
+  int64_t longer = 0;  // sequence_of_rank's rank, longest first, ties by index
+  for (int64_t j = 0; j < seqs; ++j)
+    longer += c.lengths[j] > c.lengths[s] || (c.lengths[j] == c.lengths[s] && j < s);
+  const int64_t key = gp::kSmallCorrectShortFirst ? seqs - 1 - longer : s;
+  return gp::small_correct_cta(key, g, h, t, groups, seqs, tiles);
+#else
+  (void)groups;
+  return ((g - 1) * seqs * gp::kVHeads + s * gp::kVHeads + h) * tiles + t;
+#endif
+}
+
 /// One call's marks as JSON, per sequence.
 void print_call(const Case& c, int groups, int64_t tiles, const Marks& map, const ScanMarks& scan,
                 const CorrectMarks& corr) {
@@ -93,7 +109,7 @@ void print_call(const Case& c, int groups, int64_t tiles, const Marks& map, cons
       double first = 1e30, last = -1.0;
       for (int h = 0; h < gp::kVHeads; ++h)
         for (int64_t t = 0; t < tiles; ++t) {
-          const int64_t cta = ((g - 1) * heads + s * gp::kVHeads + h) * tiles + t;
+          const int64_t cta = correct_cta(c, s, g, h, t, groups, tiles);
           if (cta >= gp::kTraceCtas || !corr[cta][0]) continue;
           first = std::min(first, us(corr[cta][0], origin));
           last = std::max(last, us(corr[cta][1], origin));
