@@ -40,6 +40,10 @@ union SmallCorrectSmem {
   struct {
     float q[kCorrectTokens][kSmallKStride];          // qmap, [token][key]
     float p[kCorrectTokens][kCorrectPartialStride];  // partials, [token][value]
+    // SMALL_CORRECT_PRESPLIT: q split into bf16 hi and lo once for the CTA, where each of the
+    // 8 warps would split the same B fragments (every warp reads every token's qmap).
+    __nv_bfloat16 qhi[kSmallCorrectPresplit ? kCorrectTokens : 1][kSmallKStride];
+    __nv_bfloat16 qlo[kSmallCorrectPresplit ? kCorrectTokens : 1][kSmallKStride];
   } rows;
   struct {
     __nv_bfloat16 hi[kSmallChunk][kSmallKStride];  // [token][key]
@@ -57,7 +61,11 @@ constexpr int kCorrectSmemBytes = kCorrectStagingBytes > static_cast<int>(sizeof
 /// row + g (entries 0, 1) and row + 8 + g (entries 2, 3), keys 16k + 2c, +1 and 16k + 8 + 2c, +1.
 __device__ __forceinline__ void qmap_fragments(const SmallCorrectSmem& s, int row, int k,
                                                uint32_t (&bh)[4], uint32_t (&bl)[4], int lane) {
-  if constexpr (kSmallCorrectOneTrip) {
+  if constexpr (kSmallCorrectOneTrip && kSmallCorrectPresplit) {
+    const int mi = lane / 8, r = lane % 8;
+    ldmatrix_x4(bh, &s.rows.qhi[row + (mi / 2) * 8 + r][16 * k + (mi % 2) * 8]);
+    ldmatrix_x4(bl, &s.rows.qlo[row + (mi / 2) * 8 + r][16 * k + (mi % 2) * 8]);
+  } else if constexpr (kSmallCorrectOneTrip) {
     const int g = lane / 4, c = lane % 4;
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt)
@@ -214,6 +222,18 @@ __global__ void __launch_bounds__(kCorrectThreads)
   if constexpr (kSmallCorrectOneTrip) {
     copy_wait<0>();
     __syncthreads();
+    if constexpr (kSmallCorrectPresplit) {  // two floats per thread and step, each split once
+      for (int i = static_cast<int>(threadIdx.x); i < kCorrectTokens * kHeadSize / 2;
+           i += kCorrectThreads) {
+        const int token = i / (kHeadSize / 2), key = 2 * (i % (kHeadSize / 2));
+        const float2 x = *reinterpret_cast<const float2*>(&s.rows.q[token][key]);
+        uint32_t hi, lo;
+        split_bf16x2(x.x, x.y, hi, lo);
+        *reinterpret_cast<uint32_t*>(&s.rows.qhi[token][key]) = hi;
+        *reinterpret_cast<uint32_t*>(&s.rows.qlo[token][key]) = lo;
+      }
+      __syncthreads();
+    }
 #pragma unroll
     for (int sl = 0; sl < kCorrectSlices; ++sl)
       if (kSmallChunk * sl < count) {  // CTA-uniform

@@ -19,7 +19,8 @@
     !defined(SMALL_KEY_SPLIT_MAX_CTAS) || !defined(SMALL_EARLY_START) || \
     !defined(SMALL_SCALED_STATE) || !defined(SMALL_SCALE_QK) || !defined(SMALL_CP_STAGGER) || \
     !defined(SMALL_CORRECT_ONE_TRIP) || !defined(SMALL_SCAN_MAP_BUFFERS) || \
-    !defined(SMALL_CORRECT_TOKENS) || !defined(SMALL_CORRECT_SHORT_FIRST)
+    !defined(SMALL_CORRECT_TOKENS) || !defined(SMALL_CORRECT_SHORT_FIRST) || \
+    !defined(SMALL_CORRECT_PRESPLIT)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
 
@@ -163,7 +164,8 @@ constexpr bool kSmallCorrectOneTrip = SMALL_CORRECT_ONE_TRIP != 0;
 // Tokens per correction CTA (a multiple of the 16-token chunk): a group's corrections are the
 // last work of the call after the scan's last step (~9.5 us after it at 1377 x 1 on one H100,
 // bench/results/2026-12-07_gdn_prefill_cp_timeline_h100.json), so fewer tokens per CTA trade more
-// CTAs (each reading E_g's 64 KB again) for a shorter last CTA.
+// CTAs (each reading E_g's 64 KB again) for a shorter last CTA: 7.4-9.5 us a CTA at 64 tokens,
+// 4.9-5.6 at 32, and 1377 x 1 61.5 -> 57.7 us on a timeline of one H100 (the file below).
 constexpr int kSmallCorrectTokens = SMALL_CORRECT_TOKENS;
 // 1: the correction grid takes the sequences shortest first (then group, head, tile), because a
 // shorter sequence's groups are shorter, so its walks end and its scan reaches its entry states
@@ -172,6 +174,12 @@ constexpr int kSmallCorrectTokens = SMALL_CORRECT_TOKENS;
 // sequence's corrections, ready long before, start only when the map pass ends (5709 x 2 on one
 // H100: ready at 86 us, started at 99.6, the call's last work at 142.6 of 146.1).
 constexpr bool kSmallCorrectShortFirst = SMALL_CORRECT_SHORT_FIRST != 0;
+// 1 (with the one-trip correction): the CTA splits its staged qmap rows into bf16 hi and lo once,
+// and its warps take their B fragments by ldmatrix; 0: each warp splits the fragments it reads.
+// Every one of the 8 warps reads every token's qmap, so 0 splits each value 8 times: a correction
+// CTA takes ~2 us plus ~3 us per 32 tokens on one H100, more than its bytes or its mma.sync
+// explain (bench/results/2026-12-07_gdn_prefill_correction_tiles_timeline_h100.json).
+constexpr bool kSmallCorrectPresplit = SMALL_CORRECT_PRESPLIT != 0;
 // The context-parallel scan's shared-memory buffers for the maps it copies in
 // (small_chunk_scan.cuh; a map and its remainders take one each): 2, the next step's remainders
 // copied once this step's products that read them are done and its map after the rest; 3 (224 KB, a
@@ -322,6 +330,7 @@ static_assert(kSmallCorrectTokens == 16 || kSmallCorrectTokens == 32 || kSmallCo
               "SMALL_CORRECT_TOKENS: 16, 32 or 64");
 static_assert(SMALL_CORRECT_SHORT_FIRST == 0 || SMALL_CORRECT_SHORT_FIRST == 1,
               "SMALL_CORRECT_SHORT_FIRST: 0 or 1");
+static_assert(SMALL_CORRECT_PRESPLIT == 0 || SMALL_CORRECT_PRESPLIT == 1, "SMALL_CORRECT_PRESPLIT: 0 or 1");
 // Above 32 the held rows' bound 2^(b + 24) leaves too little of fp32's range for the state.
 static_assert(SMALL_SCALED_STATE >= 0 && SMALL_SCALED_STATE <= 32, "SMALL_SCALED_STATE: 0 to 32");
 static_assert(kSmallCpCtas >= 1 && kSmallCpGroupTokens >= 1,
