@@ -1,5 +1,6 @@
-// The kh command end to end: validate on good and broken datasets, gen writes what it says, and
-// check passes the reference's own outputs and rejects a planted error with exit status 3.
+// The kh command end to end: validate on good and broken datasets, gen writes what it says,
+// check passes the reference's own outputs and rejects a planted error with exit status 3, and
+// build takes a candidate's params after '@' as sweep does.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -90,6 +91,22 @@ TEST(Cli, GenThenCheckPassesTheReferenceAndRejectsAPlantedError) {
 
   r = kh("check -d " + kDecode + " -w " + kUuid + " --trial 1 --outputs " + solution + root);
   EXPECT_EQ(r.status, 3) << "another trial draws other inputs: " << r.out;
+}
+
+TEST(Cli, BuildTakesEachCandidatesOwnParamsAfterTheAt) {
+  test::ScopedTempDir dir;
+  const std::string folder = (test::source_dir() / "tests/candidates/gdn_decode_cpp").string();
+  const test::CommandResult r =
+      kh("build " + folder + "@FAULT=segfault " + folder + " --json --jobs 2 --cache " +
+         (dir.path() / "cache").string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  // The variant and the default, each built with the params it asked for.
+  EXPECT_THAT(r.out, HasSubstr("\"FAULT\": \"segfault\""));
+  EXPECT_THAT(r.out, HasSubstr("\"FAULT\": \"none\""));
+  const test::CommandResult bad =
+      kh("build " + folder + "@FAULT --cache " + (dir.path() / "cache").string());
+  EXPECT_NE(bad.status, 0);
+  EXPECT_THAT(bad.out, HasSubstr("is not NAME=value"));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A kernel candidate under development (candidates/<name>/) against the library entry of its
 # definition (kernels/<op>/), in one run on one GPU, from the repository root after a build:
+#   0. kh build of the library entry, the candidate and every knob setting at once (in parallel);
 #   1. correctness: bench/kernels/run_correctness.sh on the candidate (every official workload,
 #      the extra shapes under the realistic inputs and every adversarial variant);
 #   2. one interleaved kh sweep (cupti at the official counts, cold L2) of the library entry, the
@@ -31,11 +32,16 @@ library=$(grep -l "^definition *= *\"$def\"" kernels/*/candidate.toml | head -1 
 [ -n "$def" ] && [ -n "$library" ] ||
   { echo "$cand/candidate.toml: no definition, or no kernels/*/ of definition \"$def\"" >&2; exit 2; }
 
-[ "${KH_TRIALS:-3}" = 0 ] ||
-  "$(dirname "$0")/run_correctness.sh" "$out/correctness" "$cand" "${KH_TRIALS:-3}"
-
 cands=("$library" "$cand")
 for knobs in "$@"; do cands+=("$cand@$knobs"); done
+# Every variant compiled at once into the cache the steps below read (one nvcc per core; the
+# sweep would compile them one after another, ~45 s each for GDN prefill on a fresh machine).
+# A variant that fails to compile is reported by the sweep; here it only costs the wait.
+"$kh" build "${cands[@]}" --cache "$cache" --jobs 0 >"$out/build.log" 2>&1
+echo "build rc=$? ($(grep -c '^built\|^cached' "$out/build.log") of ${#cands[@]} ready)"
+
+[ "${KH_TRIALS:-3}" = 0 ] ||
+  "$(dirname "$0")/run_correctness.sh" "$out/correctness" "$cand" "${KH_TRIALS:-3}"
 workloads=()
 [ -n "${KH_WORKLOADS:-}" ] && workloads=(--workloads "$KH_WORKLOADS")
 # shellcheck disable=SC2086  # KH_SWEEP_ARGS is a list of arguments

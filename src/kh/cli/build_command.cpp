@@ -1,6 +1,8 @@
 // `kh build CAND... [--param NAME=value]... [--cache DIR] [--jobs N] [--json]`: builds candidates
 // into shared libraries through the content-addressed cache (in parallel), and reports per
-// candidate whether it was built or found cached, its key and its library. A compile error prints
+// candidate whether it was built or found cached, its key and its library. A candidate may carry
+// its own params as in kh sweep (folder@NAME=value,...), so the variants a sweep will judge can
+// be compiled at once beforehand, into the cache the sweep then reads. A compile error prints
 // the tail of the compiler's log and makes the exit status 1.
 #include <algorithm>
 #include <iostream>
@@ -8,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "kh/build/builder.h"
+#include "kh/cli/candidate_arg.h"
 #include "kh/cli/commands.h"
 #include "kh/core/error.h"
 #include "kh/core/json_io.h"
@@ -65,10 +68,18 @@ std::vector<std::string> overrides_for(const Candidate& c, const std::vector<std
 
 void run(const Options& o) {
   std::vector<Candidate> candidates;
-  for (const auto& path : o.candidates) candidates.push_back(load_candidate(path));
+  std::vector<std::vector<std::string>> own;  // each argument's folder@ params
+  for (const auto& arg : o.candidates) {
+    auto [dir, params] = split_params(arg);
+    candidates.push_back(load_candidate(dir));
+    own.push_back(std::move(params));
+  }
   std::vector<std::pair<const Candidate*, ParamValues>> requests;
-  for (const auto& c : candidates)
-    requests.emplace_back(&c, resolve_params(c, overrides_for(c, o.params, candidates)));
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    std::vector<std::string> params = own[i];  // --param on top, as in kh sweep
+    for (auto& p : overrides_for(candidates[i], o.params, candidates)) params.push_back(p);
+    requests.emplace_back(&candidates[i], resolve_params(candidates[i], params));
+  }
 
   BuildOptions options;
   options.cache_dir = o.cache;
@@ -125,7 +136,8 @@ void run(const Options& o) {
 void add_build_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("build", "Build candidates into shared libraries (cached)");
-  cmd->add_option("candidates", o->candidates, "candidate folders or candidate.toml files")
+  cmd->add_option("candidates", o->candidates,
+                  "candidate folders or candidate.toml files (folder@NAME=value,... for params)")
       ->required();
   cmd->add_option("--param", o->params,
                   "NAME=value for a compile-time param (repeatable; applies to the candidates "
