@@ -200,8 +200,17 @@ int main() {
     std::sort(sorted.begin(), sorted.end());
     const int rep = static_cast<int>(std::find(span.begin(), span.end(), sorted[kReps / 2]) -
                                      span.begin());
-    std::printf("  {\"case\": \"%s\", \"groups_per_sequence\": %d, \"event_span_us\": %.2f,\n",
-                c.name, groups, span[rep]);
+    // Marks exist for the first kTraceCtas CTAs of a grid only: say how many correction CTAs
+    // (the last ones in the folder's order) the groups' numbers leave out.
+    const int64_t correct_grid = seqs * gp::kVHeads * (groups - 1) *
+                                 (groups >= 2 ? gp::small_correct_tiles(tokens, groups) : 0);
+    const int64_t untraced = std::max<int64_t>(0, correct_grid - gp::kTraceCtas);
+    if (untraced > 0)
+      std::fprintf(stderr, "%s: %lld correction CTAs past the %d traced ones\n", c.name,
+                   static_cast<long long>(untraced), gp::kTraceCtas);
+    std::printf("  {\"case\": \"%s\", \"groups_per_sequence\": %d, \"event_span_us\": %.2f, "
+                "\"untraced_correction_ctas\": %lld,\n",
+                c.name, groups, span[rep], static_cast<long long>(untraced));
     if (groups >= 2)
       print_call(c, groups, gp::small_correct_tiles(tokens, groups), map[rep], scan[rep],
                  corr[rep]);
@@ -211,6 +220,6 @@ int main() {
   }
   std::printf("], \"format\": \"walks[g] = [zero walk, identity walk] flag set (median over "
               "heads); scan_entry = [first, median, last]; scan_steps[s] = [median, last] step "
-              "end; correction[g] = [first start, last end]; correction_ctas[g - 1] = [median start, last start, median time, longest time] of its CTAs\"}\n");
+              "end; correction[g] = [first start, last end]; correction_ctas[g - 1] = [median start, last start, median time, longest time] of its CTAs; untraced_correction_ctas: correction CTAs past the first kTraceCtas, which leave no marks\"}\n");
   return 0;
 }

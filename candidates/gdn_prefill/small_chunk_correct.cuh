@@ -29,8 +29,8 @@ static_assert(kCorrectTokens % kSmallChunk == 0);
 
 // What a CTA stages. SMALL_CORRECT_ONE_TRIP: all of its qmap rows and partials as they are in
 // global memory (fp32, copied by cp.async, so that they hold no registers while in flight: the
-// kernel stays within 128 registers, two CTAs per SM), each qmap B fragment split into bf16 hi and
-// lo as it is read. Row strides for conflict-free reads: a half-warp's 8-byte qmap fragment reads
+// kernel stays within 128 registers, two CTAs per SM), the qmap split into bf16 hi and lo once
+// for the CTA (SMALL_CORRECT_PRESPLIT, read by ldmatrix) or each B fragment as it is read. Row strides for conflict-free reads: a half-warp's 8-byte qmap fragment reads
 // (4 tokens x 4 key pairs, rows of kSmallKStride floats) and a warp's partial reads (tokens 2c,
 // values g: rows of kCorrectPartialStride floats) each cover the 32 banks once. Else one slice's
 // qmap rows at a time, split when stored, and the partials read from global memory into
@@ -200,7 +200,7 @@ __global__ void __launch_bounds__(kCorrectThreads)
   __nv_bfloat16* out = args.output + h * kHeadSize;
   constexpr int64_t kTokenStride = int64_t{kVHeads} * kHeadSize;
   if constexpr (kSmallCorrectOneTrip) {
-    // The 64 tokens' qmap rows and partials (zeros past count), then E_g's rows below: all
+    // The CTA's tokens' qmap rows and partials (zeros past count), then E_g's rows below: all
     // requested before any is used.
     constexpr int kChunksPerRow = kHeadSize / 4;  // 16-byte copies
     for (int i = static_cast<int>(threadIdx.x); i < kCorrectTokens * kChunksPerRow;
