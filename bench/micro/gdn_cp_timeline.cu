@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <utility>
 #include <vector>
 
 #include "dispatch.cu"
@@ -103,30 +104,27 @@ void print_call(const Case& c, int groups, int64_t tiles, const Marks& map, cons
     for (int st = 0; st < groups - 1; ++st)
       std::printf("%s[%.1f, %.1f]", st ? ", " : "", median(steps[st]),
                   *std::max_element(steps[st].begin(), steps[st].end()));
-    std::printf("],\n     \"correction\": [");
-    std::vector<std::vector<double>> spans(groups);  // per group: [start, end] of each CTA
-    for (int g = 1; g < groups; ++g) {
-      double first = 1e30, last = -1.0;
+    // Each correction CTA's start (inputs ready) and end, per group: the group's span, and each
+    // CTA's own time, which tells a group's work from its CTAs' starts spread out.
+    std::vector<std::vector<std::pair<double, double>>> ctas(groups);
+    for (int g = 1; g < groups; ++g)
       for (int h = 0; h < gp::kVHeads; ++h)
         for (int64_t t = 0; t < tiles; ++t) {
           const int64_t cta = correct_cta(c, s, g, h, t, groups, tiles);
-          if (cta >= gp::kTraceCtas || !corr[cta][0]) continue;
-          first = std::min(first, us(corr[cta][0], origin));
-          last = std::max(last, us(corr[cta][1], origin));
-          spans[g].push_back(us(corr[cta][0], origin));
-          spans[g].push_back(us(corr[cta][1], origin));
+          if (cta < gp::kTraceCtas && corr[cta][0])
+            ctas[g].emplace_back(us(corr[cta][0], origin), us(corr[cta][1], origin));
         }
+    std::printf("],\n     \"correction\": [");
+    for (int g = 1; g < groups; ++g) {
+      double first = 1e30, last = -1.0;
+      for (const auto& [from, to] : ctas[g])
+        first = std::min(first, from), last = std::max(last, to);
       std::printf("%s[%.1f, %.1f]", g > 1 ? ", " : "", first, last);
     }
-    // Each CTA's own time from its start (inputs ready) to its end: whether a group's span is
-    // its CTAs' work or their starts spread out.
     std::printf("],\n     \"correction_ctas\": [");
     for (int g = 1; g < groups; ++g) {
       std::vector<double> start, took;
-      for (std::size_t i = 0; i + 1 < spans[g].size(); i += 2) {
-        start.push_back(spans[g][i]);
-        took.push_back(spans[g][i + 1] - spans[g][i]);
-      }
+      for (const auto& [from, to] : ctas[g]) start.push_back(from), took.push_back(to - from);
       if (start.empty()) start.push_back(-1.0), took.push_back(-1.0);
       std::sort(start.begin(), start.end());
       std::printf("%s[%.1f, %.1f, %.2f, %.2f]", g > 1 ? ", " : "", median(start), start.back(),
@@ -202,8 +200,8 @@ int main() {
                                      span.begin());
     // Marks exist for the first kTraceCtas CTAs of a grid only: say how many correction CTAs
     // (the last ones in the folder's order) the groups' numbers leave out.
-    const int64_t correct_grid = seqs * gp::kVHeads * (groups - 1) *
-                                 (groups >= 2 ? gp::small_correct_tiles(tokens, groups) : 0);
+    const int64_t tiles = groups >= 2 ? gp::small_correct_tiles(tokens, groups) : 0;
+    const int64_t correct_grid = seqs * gp::kVHeads * (groups - 1) * tiles;
     const int64_t untraced = std::max<int64_t>(0, correct_grid - gp::kTraceCtas);
     if (untraced > 0)
       std::fprintf(stderr, "%s: %lld correction CTAs past the %d traced ones\n", c.name,
@@ -212,14 +210,16 @@ int main() {
                 "\"untraced_correction_ctas\": %lld,\n",
                 c.name, groups, span[rep], static_cast<long long>(untraced));
     if (groups >= 2)
-      print_call(c, groups, gp::small_correct_tiles(tokens, groups), map[rep], scan[rep],
-                 corr[rep]);
+      print_call(c, groups, tiles, map[rep], scan[rep], corr[rep]);
     else
       std::printf("   \"sequences\": []");
     std::printf("}%s\n", ci + 1 < cases.size() ? "," : "");
   }
   std::printf("], \"format\": \"walks[g] = [zero walk, identity walk] flag set (median over "
               "heads); scan_entry = [first, median, last]; scan_steps[s] = [median, last] step "
-              "end; correction[g] = [first start, last end]; correction_ctas[g - 1] = [median start, last start, median time, longest time] of its CTAs; untraced_correction_ctas: correction CTAs past the first kTraceCtas, which leave no marks\"}\n");
+              "end; correction[g] = [first start, last end]; correction_ctas[g - 1] = [median "
+              "start, last start, median time, longest time] of its CTAs; "
+              "untraced_correction_ctas: correction CTAs past the first kTraceCtas, which leave "
+              "no marks\"}\n");
   return 0;
 }

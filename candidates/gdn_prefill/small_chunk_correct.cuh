@@ -30,7 +30,8 @@ static_assert(kCorrectTokens % kSmallChunk == 0);
 // What a CTA stages. SMALL_CORRECT_ONE_TRIP: all of its qmap rows and partials as they are in
 // global memory (fp32, copied by cp.async, so that they hold no registers while in flight: the
 // kernel stays within 128 registers, two CTAs per SM), the qmap split into bf16 hi and lo once
-// for the CTA (SMALL_CORRECT_PRESPLIT, read by ldmatrix) or each B fragment as it is read. Row strides for conflict-free reads: a half-warp's 8-byte qmap fragment reads
+// for the CTA (SMALL_CORRECT_PRESPLIT, read by ldmatrix) or each B fragment as it is read. Row
+// strides for conflict-free reads: a half-warp's 8-byte qmap fragment reads
 // (4 tokens x 4 key pairs, rows of kSmallKStride floats) and a warp's partial reads (tokens 2c,
 // values g: rows of kCorrectPartialStride floats) each cover the 32 banks once. Else one slice's
 // qmap rows at a time, split when stored, and the partials read from global memory into
@@ -51,11 +52,10 @@ union SmallCorrectSmem {
   } split;
   int64_t order[kRankScratchInt64];  // sequence_of_rank's, before either of the above is used
 };
-constexpr int kCorrectStagingBytes =
+constexpr int kCorrectSmemBytes =
     kSmallCorrectOneTrip ? sizeof(SmallCorrectSmem::rows) : sizeof(SmallCorrectSmem::split);
-constexpr int kCorrectSmemBytes = kCorrectStagingBytes > static_cast<int>(sizeof(int64_t)) * kRankScratchInt64
-                                      ? kCorrectStagingBytes
-                                      : static_cast<int>(sizeof(int64_t)) * kRankScratchInt64;
+static_assert(sizeof(SmallCorrectSmem::order) <= kCorrectSmemBytes,
+              "the rank scratch fits in the bytes a launch asks for");
 
 /// The B fragments (hi, lo) of key step k for the slice's tokens at staged row `row`: tokens
 /// row + g (entries 0, 1) and row + 8 + g (entries 2, 3), keys 16k + 2c, +1 and 16k + 8 + 2c, +1.

@@ -330,7 +330,8 @@ static_assert(kSmallCorrectTokens == 16 || kSmallCorrectTokens == 32 || kSmallCo
               "SMALL_CORRECT_TOKENS: 16, 32 or 64");
 static_assert(SMALL_CORRECT_SHORT_FIRST == 0 || SMALL_CORRECT_SHORT_FIRST == 1,
               "SMALL_CORRECT_SHORT_FIRST: 0 or 1");
-static_assert(SMALL_CORRECT_PRESPLIT == 0 || SMALL_CORRECT_PRESPLIT == 1, "SMALL_CORRECT_PRESPLIT: 0 or 1");
+static_assert(SMALL_CORRECT_PRESPLIT == 0 || SMALL_CORRECT_PRESPLIT == 1,
+              "SMALL_CORRECT_PRESPLIT: 0 or 1");
 // Above 32 the held rows' bound 2^(b + 24) leaves too little of fp32's range for the state.
 static_assert(SMALL_SCALED_STATE >= 0 && SMALL_SCALED_STATE <= 32, "SMALL_SCALED_STATE: 0 to 32");
 static_assert(kSmallCpCtas >= 1 && kSmallCpGroupTokens >= 1,
