@@ -20,7 +20,7 @@
     !defined(SMALL_SCALED_STATE) || !defined(SMALL_SCALE_QK) || !defined(SMALL_CP_STAGGER) || \
     !defined(SMALL_CORRECT_ONE_TRIP) || !defined(SMALL_SCAN_MAP_BUFFERS) || \
     !defined(SMALL_CORRECT_TOKENS) || !defined(SMALL_CORRECT_SHORT_FIRST) || \
-    !defined(SMALL_CORRECT_PRESPLIT)
+    !defined(SMALL_CORRECT_PRESPLIT) || !defined(SMALL_CORRECT_EARLY_ROWS)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
 
@@ -180,6 +180,11 @@ constexpr bool kSmallCorrectShortFirst = SMALL_CORRECT_SHORT_FIRST != 0;
 // CTA takes ~2 us plus ~3 us per 32 tokens on one H100, more than its bytes or its mma.sync
 // explain (bench/results/2026-12-07_gdn_prefill_correction_tiles_timeline_h100.json).
 constexpr bool kSmallCorrectPresplit = SMALL_CORRECT_PRESPLIT != 0;
+// 1 (with the one-trip correction): a correction CTA requests its qmap rows and partials once its
+// group's walks are done, then waits for the entry state E_g; 0: it waits for both first. The
+// walks end long before the scan reaches the late groups (1377 x 1 on one H100: the last walk at
+// 38 us, the last scan step at 48), so the rows' DRAM round trip leaves the tail after the scan.
+constexpr bool kSmallCorrectEarlyRows = SMALL_CORRECT_EARLY_ROWS != 0;
 // The context-parallel scan's shared-memory buffers for the maps it copies in
 // (small_chunk_scan.cuh; a map and its remainders take one each): 2, the next step's remainders
 // copied once this step's products that read them are done and its map after the rest; 3 (224 KB, a
@@ -332,6 +337,8 @@ static_assert(SMALL_CORRECT_SHORT_FIRST == 0 || SMALL_CORRECT_SHORT_FIRST == 1,
               "SMALL_CORRECT_SHORT_FIRST: 0 or 1");
 static_assert(SMALL_CORRECT_PRESPLIT == 0 || SMALL_CORRECT_PRESPLIT == 1,
               "SMALL_CORRECT_PRESPLIT: 0 or 1");
+static_assert(SMALL_CORRECT_EARLY_ROWS == 0 || SMALL_CORRECT_EARLY_ROWS == 1,
+              "SMALL_CORRECT_EARLY_ROWS: 0 or 1");
 // Above 32 the held rows' bound 2^(b + 24) leaves too little of fp32's range for the state.
 static_assert(SMALL_SCALED_STATE >= 0 && SMALL_SCALED_STATE <= 32, "SMALL_SCALED_STATE: 0 to 32");
 static_assert(kSmallCpCtas >= 1 && kSmallCpGroupTokens >= 1,
