@@ -186,20 +186,14 @@ __global__ void __launch_bounds__(kCorrectThreads)
   const int count = static_cast<int>(left < kCorrectTokens ? left : kCorrectTokens);
 
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  // The group's walks write the rows (qmap, partial); E_g comes later, from group 0's walk or the
-  // scan. With early rows the rows are requested between the two waits.
-  constexpr bool kEarlyRows = kSmallCorrectOneTrip && kSmallCorrectEarlyRows;
-  const auto wait_entry_state = [&] {
-    if (group == 1) ready_wait(space.walk_done(head, space.zero_walk(0)), 1);
-    else ready_wait(space.ready(head, group), kScanCtasPerHead);
-  };
   if (threadIdx.x == 0) {
     ready_wait(space.walk_done(head, space.zero_walk(group)), 1);
     ready_wait(space.walk_done(head, space.identity_walk(group)), 1);
-    if (!kEarlyRows) wait_entry_state();
+    if (group == 1) ready_wait(space.walk_done(head, space.zero_walk(0)), 1);
+    else ready_wait(space.ready(head, group), kScanCtasPerHead);
   }
   __syncthreads();
-  if (!kEarlyRows) trace_correct(0);
+  trace_correct(0);
   const int row0 = 16 * warp;
   const float* partial = space.partial() + h * kHeadSize;
   const float* qmap = space.qmap() + h * kHeadSize;
@@ -217,11 +211,6 @@ __global__ void __launch_bounds__(kCorrectThreads)
       copy_16b_async(&s.rows.p[token][at], partial + from, token < count);
     }
     copy_commit();
-  }
-  if constexpr (kEarlyRows) {
-    if (threadIdx.x == 0) wait_entry_state();
-    __syncthreads();
-    trace_correct(0);
   }
   uint32_t ehi[kHeadSize / 16][4], elo[kHeadSize / 16][4];  // E_g's A fragments, per key step
   {

@@ -20,7 +20,7 @@
     !defined(SMALL_SCALED_STATE) || !defined(SMALL_SCALE_QK) || !defined(SMALL_CP_STAGGER) || \
     !defined(SMALL_CORRECT_ONE_TRIP) || !defined(SMALL_SCAN_MAP_BUFFERS) || \
     !defined(SMALL_CORRECT_TOKENS) || !defined(SMALL_CORRECT_SHORT_FIRST) || \
-    !defined(SMALL_CORRECT_PRESPLIT) || !defined(SMALL_CORRECT_EARLY_ROWS)
+    !defined(SMALL_CORRECT_PRESPLIT)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
 
@@ -166,6 +166,11 @@ constexpr bool kSmallCorrectOneTrip = SMALL_CORRECT_ONE_TRIP != 0;
 // bench/results/2026-12-07_gdn_prefill_cp_timeline_h100.json), so fewer tokens per CTA trade more
 // CTAs (each reading E_g's 64 KB again) for a shorter last CTA: 7.4-9.5 us a CTA at 64 tokens,
 // 4.9-5.6 at 32, and 1377 x 1 61.5 -> 57.7 us on a timeline of one H100 (the file below).
+// But where the corrections queue for SMs behind long walks (two sequences in 4 groups) they are
+// a throughput job, and twice the CTAs, each with its fixed cost and E_g's 64 KB, lose: one H100,
+// cupti, 32 against 64 tokens: 1377 x 1 -8.3 %, 2107 x 1 -3.7 %, 3271 x 2 +6.3 %, 5709 x 2
+// +2.8 %, in either order (bench/results/2026-12-07_gdn_prefill_correction_candidate_h100.json).
+// Next: the size by load (32 where the groups are many and short, 64 where few and long).
 constexpr int kSmallCorrectTokens = SMALL_CORRECT_TOKENS;
 // 1: the correction grid takes the sequences shortest first (then group, head, tile), because a
 // shorter sequence's groups are shorter, so its walks end and its scan reaches its entry states
@@ -180,11 +185,6 @@ constexpr bool kSmallCorrectShortFirst = SMALL_CORRECT_SHORT_FIRST != 0;
 // CTA takes ~2 us plus ~3 us per 32 tokens on one H100, more than its bytes or its mma.sync
 // explain (bench/results/2026-12-07_gdn_prefill_correction_tiles_timeline_h100.json).
 constexpr bool kSmallCorrectPresplit = SMALL_CORRECT_PRESPLIT != 0;
-// 1 (with the one-trip correction): a correction CTA requests its qmap rows and partials once its
-// group's walks are done, then waits for the entry state E_g; 0: it waits for both first. The
-// walks end long before the scan reaches the late groups (1377 x 1 on one H100: the last walk at
-// 38 us, the last scan step at 48), so the rows' DRAM round trip leaves the tail after the scan.
-constexpr bool kSmallCorrectEarlyRows = SMALL_CORRECT_EARLY_ROWS != 0;
 // The context-parallel scan's shared-memory buffers for the maps it copies in
 // (small_chunk_scan.cuh; a map and its remainders take one each): 2, the next step's remainders
 // copied once this step's products that read them are done and its map after the rest; 3 (224 KB, a
@@ -337,8 +337,6 @@ static_assert(SMALL_CORRECT_SHORT_FIRST == 0 || SMALL_CORRECT_SHORT_FIRST == 1,
               "SMALL_CORRECT_SHORT_FIRST: 0 or 1");
 static_assert(SMALL_CORRECT_PRESPLIT == 0 || SMALL_CORRECT_PRESPLIT == 1,
               "SMALL_CORRECT_PRESPLIT: 0 or 1");
-static_assert(SMALL_CORRECT_EARLY_ROWS == 0 || SMALL_CORRECT_EARLY_ROWS == 1,
-              "SMALL_CORRECT_EARLY_ROWS: 0 or 1");
 // Above 32 the held rows' bound 2^(b + 24) leaves too little of fp32's range for the state.
 static_assert(SMALL_SCALED_STATE >= 0 && SMALL_SCALED_STATE <= 32, "SMALL_SCALED_STATE: 0 to 32");
 static_assert(kSmallCpCtas >= 1 && kSmallCpGroupTokens >= 1,
