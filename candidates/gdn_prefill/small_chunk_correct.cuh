@@ -23,9 +23,13 @@ namespace khk::gdn_prefill {
 
 constexpr int kCorrectWarps = kHeadSize / 16;  // 16 value rows each
 constexpr int kCorrectThreads = 32 * kCorrectWarps;
-constexpr int kCorrectTokens = kSmallCorrectTokens;  // tokens per CTA, in slices of kSmallChunk
+// Tokens per CTA, in slices of kSmallChunk: at most kCorrectTokens (the staged rows), and
+// kCorrectFineTokens where every group of the call is short (small_correct_tile_tokens).
+constexpr int kCorrectTokens = kSmallCorrectTokens;
+constexpr int kCorrectFineTokens =
+    kSmallCorrectFineTokens < kCorrectTokens ? kSmallCorrectFineTokens : kCorrectTokens;
 constexpr int kCorrectSlices = kCorrectTokens / kSmallChunk;
-static_assert(kCorrectTokens % kSmallChunk == 0);
+static_assert(kCorrectTokens % kSmallChunk == 0 && kCorrectFineTokens % kSmallChunk == 0);
 
 // What a CTA stages. SMALL_CORRECT_ONE_TRIP: all of its qmap rows and partials as they are in
 // global memory (fp32, copied by cp.async, so that they hold no registers while in flight: the
@@ -125,10 +129,19 @@ __device__ __forceinline__ void load_slice_partials(float (&acc)[2][4], const fl
     }
 }
 
+/// Tokens per correction CTA for a call of `total_tokens` in `groups` groups (tuning.h,
+/// kSmallCorrectFineMaxGroupTokens): the host and every CTA compute it from the same two numbers.
+__host__ __device__ inline int small_correct_tile_tokens(int64_t total_tokens, int groups) {
+  return longest_group_tokens(total_tokens, groups) <= kSmallCorrectFineMaxGroupTokens
+             ? kCorrectFineTokens
+             : kCorrectTokens;
+}
+
 /// CTAs per (sequence, head, group) for a call of `total_tokens` in `groups` groups: enough
 /// for the longest group any sequence can have (longest_group_tokens).
 __host__ __device__ inline int64_t small_correct_tiles(int64_t total_tokens, int groups) {
-  return (longest_group_tokens(total_tokens, groups) + kCorrectTokens - 1) / kCorrectTokens;
+  const int64_t per_cta = small_correct_tile_tokens(total_tokens, groups);
+  return (longest_group_tokens(total_tokens, groups) + per_cta - 1) / per_cta;
 }
 
 /// Where a correction CTA's item sits in the grid (tile fastest): with kSmallCorrectShortFirst,
@@ -174,7 +187,8 @@ __global__ void __launch_bounds__(kCorrectThreads)
   }
   const int64_t head = seq * kVHeads + h;
   const GroupTokens tokens = group_tokens(end > begin ? end - begin : 0, space.groups, group);
-  const int64_t from = tile * kCorrectTokens;
+  const int tile_tokens = small_correct_tile_tokens(args.total_tokens, space.groups);
+  const int64_t from = tile * tile_tokens;
   // Every exit ends after the scan, which writes new_state after the last entry state any
   // correction waits for (end_after_prerequisite_grid).
   if (from >= tokens.count) {  // the whole CTA: no barrier is skipped by some threads only
@@ -183,7 +197,7 @@ __global__ void __launch_bounds__(kCorrectThreads)
   }
   const int64_t first = begin + tokens.from + from;  // the CTA's first token
   const int64_t left = tokens.count - from;
-  const int count = static_cast<int>(left < kCorrectTokens ? left : kCorrectTokens);
+  const int count = static_cast<int>(left < tile_tokens ? left : tile_tokens);
 
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   if (threadIdx.x == 0) {
@@ -200,10 +214,10 @@ __global__ void __launch_bounds__(kCorrectThreads)
   __nv_bfloat16* out = args.output + h * kHeadSize;
   constexpr int64_t kTokenStride = int64_t{kVHeads} * kHeadSize;
   if constexpr (kSmallCorrectOneTrip) {
-    // The CTA's tokens' qmap rows and partials (zeros past count), then E_g's rows below: all
-    // requested before any is used.
+    // The CTA's tokens' qmap rows and partials (zeros past count, up to tile_tokens: the slices
+    // below read no further), then E_g's rows below: all requested before any is used.
     constexpr int kChunksPerRow = kHeadSize / 4;  // 16-byte copies
-    for (int i = static_cast<int>(threadIdx.x); i < kCorrectTokens * kChunksPerRow;
+    for (int i = static_cast<int>(threadIdx.x); i < tile_tokens * kChunksPerRow;
          i += kCorrectThreads) {
       const int token = i / kChunksPerRow, at = 4 * (i % kChunksPerRow);
       const int64_t from = (first + token) * kTokenStride + at;
@@ -223,7 +237,7 @@ __global__ void __launch_bounds__(kCorrectThreads)
     copy_wait<0>();
     __syncthreads();
     if constexpr (kSmallCorrectPresplit) {  // two floats per thread and step, each split once
-      for (int i = static_cast<int>(threadIdx.x); i < kCorrectTokens * kHeadSize / 2;
+      for (int i = static_cast<int>(threadIdx.x); i < tile_tokens * kHeadSize / 2;
            i += kCorrectThreads) {
         const int token = i / (kHeadSize / 2), key = 2 * (i % (kHeadSize / 2));
         const float2 x = *reinterpret_cast<const float2*>(&s.rows.q[token][key]);

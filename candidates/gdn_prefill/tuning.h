@@ -20,7 +20,8 @@
     !defined(SMALL_SCALED_STATE) || !defined(SMALL_SCALE_QK) || !defined(SMALL_CP_STAGGER) || \
     !defined(SMALL_CORRECT_ONE_TRIP) || !defined(SMALL_SCAN_MAP_BUFFERS) || \
     !defined(SMALL_CORRECT_TOKENS) || !defined(SMALL_CORRECT_SHORT_FIRST) || \
-    !defined(SMALL_CORRECT_PRESPLIT)
+    !defined(SMALL_CORRECT_PRESPLIT) || !defined(SMALL_CORRECT_FINE_TOKENS) || \
+    !defined(SMALL_CORRECT_FINE_MAX_GROUP_TOKENS)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
 
@@ -170,8 +171,15 @@ constexpr bool kSmallCorrectOneTrip = SMALL_CORRECT_ONE_TRIP != 0;
 // a throughput job, and twice the CTAs, each with its fixed cost and E_g's 64 KB, lose: one H100,
 // cupti, 32 against 64 tokens: 1377 x 1 -8.3 %, 2107 x 1 -3.7 %, 3271 x 2 +6.3 %, 5709 x 2
 // +2.8 %, in either order (bench/results/2026-12-07_gdn_prefill_correction_candidate_h100.json).
-// Next: the size by load (32 where the groups are many and short, 64 where few and long).
+// So the size goes by the load: kSmallCorrectTokens (the most, which sizes the shared memory)
+// where a group can be longer than kSmallCorrectFineMaxGroupTokens, else kSmallCorrectFineTokens
+// (small_correct_tile_tokens). The bound a call's groups have (longest_group_tokens, from the
+// call's tokens and group count) is 416 and 512 at 1377 x 1 and 2107 x 1 (8 groups: the fine
+// tiles gained) and 944 and 1552 at 3271 x 2 and 5709 x 2 (4 groups: they lost); long groups are
+// long walks, behind which the corrections queue. 0: kSmallCorrectTokens everywhere.
 constexpr int kSmallCorrectTokens = SMALL_CORRECT_TOKENS;
+constexpr int kSmallCorrectFineTokens = SMALL_CORRECT_FINE_TOKENS;
+constexpr long long kSmallCorrectFineMaxGroupTokens = SMALL_CORRECT_FINE_MAX_GROUP_TOKENS;
 // 1: the correction grid takes the sequences shortest first (then group, head, tile), because a
 // shorter sequence's groups are shorter, so its walks end and its scan reaches its entry states
 // first; 0: group first, then sequence. With group first, the CTAs of the long sequence's group 1
@@ -333,6 +341,10 @@ static_assert(SMALL_CORRECT_ONE_TRIP == 0 || SMALL_CORRECT_ONE_TRIP == 1,
 static_assert(kScanMapBuffers == 2 || kScanMapBuffers == 3, "SMALL_SCAN_MAP_BUFFERS: 2 or 3");
 static_assert(kSmallCorrectTokens == 16 || kSmallCorrectTokens == 32 || kSmallCorrectTokens == 64,
               "SMALL_CORRECT_TOKENS: 16, 32 or 64");
+static_assert(kSmallCorrectFineTokens == 16 || kSmallCorrectFineTokens == 32 ||
+                  kSmallCorrectFineTokens == 64,
+              "SMALL_CORRECT_FINE_TOKENS: 16, 32 or 64 (at most SMALL_CORRECT_TOKENS are used)");
+static_assert(kSmallCorrectFineMaxGroupTokens >= 0, "SMALL_CORRECT_FINE_MAX_GROUP_TOKENS: 0 or more");
 static_assert(SMALL_CORRECT_SHORT_FIRST == 0 || SMALL_CORRECT_SHORT_FIRST == 1,
               "SMALL_CORRECT_SHORT_FIRST: 0 or 1");
 static_assert(SMALL_CORRECT_PRESPLIT == 0 || SMALL_CORRECT_PRESPLIT == 1,
