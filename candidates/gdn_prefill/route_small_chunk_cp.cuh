@@ -122,7 +122,8 @@ cudaError_t launch_small_chunk_cp(const PrefillArgs& args, float* workspace, int
   // never written. The dispatch starts at two; a direct call must too.
   if (groups < 2) return cudaErrorInvalidValue;
   constexpr int bytes = sizeof(SmallSmem), scan_bytes = sizeof(SmallScanSmem);
-  constexpr int correct_bytes = kCorrectSmemBytes;
+  constexpr int correct_bytes =
+      kCorrectSmemBytes > kSmallCorrectMinSmem ? kCorrectSmemBytes : kSmallCorrectMinSmem;
   cudaError_t e = cudaFuncSetAttribute(small_cp_map_kernel<kRowWarps, kProducers>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
   if (e != cudaSuccess) return e;

@@ -21,7 +21,7 @@
     !defined(SMALL_CORRECT_ONE_TRIP) || !defined(SMALL_SCAN_MAP_BUFFERS) || \
     !defined(SMALL_CORRECT_TOKENS) || !defined(SMALL_CORRECT_SHORT_FIRST) || \
     !defined(SMALL_CORRECT_PRESPLIT) || !defined(SMALL_CORRECT_FINE_TOKENS) || \
-    !defined(SMALL_CORRECT_FINE_MAX_GROUP_TOKENS)
+    !defined(SMALL_CORRECT_FINE_MAX_GROUP_TOKENS) || !defined(SMALL_CORRECT_MIN_SMEM)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
 
@@ -193,6 +193,11 @@ constexpr bool kSmallCorrectShortFirst = SMALL_CORRECT_SHORT_FIRST != 0;
 // CTA takes ~2 us plus ~3 us per 32 tokens on one H100, more than its bytes or its mma.sync
 // explain (bench/results/2026-12-07_gdn_prefill_correction_tiles_timeline_h100.json).
 constexpr bool kSmallCorrectPresplit = SMALL_CORRECT_PRESPLIT != 0;
+// The shared memory a correction CTA asks for at least, in bytes (0: what it stages). A scan CTA
+// takes ~160 KB of an SM's 228, so a correction CTA of ~66 KB (64 tokens staged, no presplit) and
+// 104 registers fits beside it, and once its entry state is ready competes with the scan's steps,
+// which are the critical path at two sequences; above ~67 KB it cannot share the scan's SM.
+constexpr int kSmallCorrectMinSmem = SMALL_CORRECT_MIN_SMEM;
 // The context-parallel scan's shared-memory buffers for the maps it copies in
 // (small_chunk_scan.cuh; a map and its remainders take one each): 2, the next step's remainders
 // copied once this step's products that read them are done and its map after the rest; 3 (224 KB, a
@@ -345,6 +350,8 @@ static_assert(kSmallCorrectFineTokens == 16 || kSmallCorrectFineTokens == 32 ||
                   kSmallCorrectFineTokens == 64,
               "SMALL_CORRECT_FINE_TOKENS: 16, 32 or 64 (at most SMALL_CORRECT_TOKENS are used)");
 static_assert(kSmallCorrectFineMaxGroupTokens >= 0, "SMALL_CORRECT_FINE_MAX_GROUP_TOKENS: 0 or more");
+static_assert(kSmallCorrectMinSmem >= 0 && kSmallCorrectMinSmem <= 227 * 1024,
+              "SMALL_CORRECT_MIN_SMEM: 0 to 227 KB");
 static_assert(SMALL_CORRECT_SHORT_FIRST == 0 || SMALL_CORRECT_SHORT_FIRST == 1,
               "SMALL_CORRECT_SHORT_FIRST: 0 or 1");
 static_assert(SMALL_CORRECT_PRESPLIT == 0 || SMALL_CORRECT_PRESPLIT == 1,
