@@ -132,7 +132,8 @@ TEST(SmallChunkContextParallel, MatchesTheReferenceAcrossGroups) {
   expect_matches_reference(prefill_workload("empty-groups", 40, 1), 5, "", 1);
   expect_matches_reference(prefill_workload("two-seqs", 230, 2), 4, "", 2);
   // Two groups: one scan step, straight into new_state. (Groups of more than one correction tile
-  // with a partial last slice are the three-groups case above: 112 and 76 tokens > kCorrectTokens.)
+  // with a partial last slice are the three-groups case above: 96 and 140 tokens at a stagger of 2,
+  // more than a tile of 32 or 64 tokens.)
   expect_matches_reference(prefill_workload("two-groups", 140, 1), 2, "", 8);
   expect_matches_reference(prefill_workload("two-seqs-two-groups", 300, 2), 2, "", 9);
 }

@@ -194,11 +194,13 @@ constexpr bool kSmallCorrectShortFirst = SMALL_CORRECT_SHORT_FIRST != 0;
 // explain (bench/results/2026-12-07_gdn_prefill_correction_tiles_timeline_h100.json).
 constexpr bool kSmallCorrectPresplit = SMALL_CORRECT_PRESPLIT != 0;
 // The shared memory a correction CTA asks for at least, in bytes (0: what it stages). A scan CTA
-// takes 160 KB and 256 threads at 144 allocated registers; a correction CTA staging 32 tokens
-// (51 KB with the presplit, 104 registers) fits beside it on one SM, one staging 64 (67 KB, or
-// 101 KB with the presplit) does not (by 1 KB: each CTA reserves 1 KB of the SM's 228). Beside a
-// scan CTA a correction competes with the scan's steps once its entry state is ready; padding the
-// request keeps it off the scan's SMs.
+// takes 160 KB (163,864 B) and 256 threads at 144 allocated registers, leaving 67,560 B of an SM's
+// 228 KB once each CTA's reserved 1 KB is counted: a correction CTA staging 32 tokens (51 KB with
+// the presplit, 104 registers) fits beside it, one staging 64 does not (67 KB without the presplit,
+// ~1.6 KB too many here, ~1 KB in the library's folder; 101 KB with it). That assumes the driver
+// set the SM's carveout to the full 228 KB (nothing here asks for a carveout). Beside a scan CTA
+// a correction competes with the scan's steps once its entry state is ready; padding the request
+// keeps it off the scan's SMs.
 constexpr int kSmallCorrectMinSmem = SMALL_CORRECT_MIN_SMEM;
 // The context-parallel scan's shared-memory buffers for the maps it copies in
 // (small_chunk_scan.cuh; a map and its remainders take one each): 2, the next step's remainders
