@@ -28,12 +28,8 @@ PY
   for knobs in "$@"; do echo "$cand ${knobs//,/ }"; done; } >"$out/timelines.txt"
 i=0
 while read -r folder params; do
-  # shellcheck disable=SC2086  # params is a list of NAME=value
-  defines=$("$here/micro/candidate_defines.sh" "$folder" $params)
-  # shellcheck disable=SC2086  # defines is a list of flags
-  nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -DGDN_TRACE $defines -I"$folder" \
-    -Iinclude -o "$out/timeline_bin/$i" "$here/micro/gdn_cp_timeline.cu" \
-    >"$out/timeline_build_$i.log" 2>&1 &
+  GDN_PARAMS="$params" GDN_BUILD_ONLY=1 "$here/micro/run_gdn_cp_timeline.sh" "$folder" \
+    "$out/timeline_bin/$i" >"$out/timeline_build_$i.log" 2>&1 &
   i=$((i + 1))
 done <"$out/timelines.txt"
 
@@ -42,8 +38,8 @@ KH_WORKLOADS="$out/cp_workloads.jsonl" "$here/kernels/run_candidate_vs_library.s
 wait
 i=0
 while read -r line; do
-  if [ -x "$out/timeline_bin/$i" ]; then
-    timeout 60 "$out/timeline_bin/$i" >"$out/timeline_$i.json" 2>"$out/timeline_$i.err"
+  if [ -x "$out/timeline_bin/$i/gdn_cp_timeline" ]; then
+    timeout 60 "$out/timeline_bin/$i/gdn_cp_timeline" >"$out/timeline_$i.json" 2>"$out/timeline_$i.err"
     echo "timeline $i ($line): rc=$?"
   else
     echo "timeline $i ($line): did not compile (OUT/timeline_build_$i.log)"
