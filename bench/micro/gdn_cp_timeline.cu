@@ -7,8 +7,11 @@
 // and the correction (a CTA's start once its inputs are ready, its end). Of kReps calls it reports
 // the one of median event span, in us from the first map CTA's entry, per sequence:
 //   walks[g]        [zero walk, identity walk] flag set of group g (median over the heads)
+//   walks_last[g]   [zero walk, identity walk] flag set of group g (the last head)
+//   map_entry       [first, median, last] entry of the sequence's map CTAs
 //   scan_entry      [first, median, last] entry of the sequence's scan CTAs
 //   scan_steps[s]   [median, last] end of step s over the sequence's scan CTAs
+//   scan_heads[h]   [last entry, last step's end] of head h's scan CTAs
 //   correction[g]   [first start, last end] of group g's correction CTAs
 //   correction_ctas[g - 1]  [median start, last start, median time, longest time] of those
 //                   CTAs, a CTA's time from its start to its end
@@ -79,16 +82,29 @@ void print_call(const Case& c, int groups, int64_t tiles, const Marks& map, cons
   for (int64_t s = 0; s < seqs; ++s) {
     std::printf("%s\n    {\"tokens\": %lld, \"walks\": [", s ? "," : "",
                 static_cast<long long>(c.lengths[s]));
+    // Per group: the median and the last head's flag, so that a late scan step can be told
+    // from a late walk of its own head.
+    std::vector<double> last_zero, last_identity, map_entry;
     for (int g = 0; g < groups; ++g) {
       std::vector<double> zero, identity;
       for (int h = 0; h < gp::kVHeads; ++h) {
         const int64_t head = s * gp::kVHeads + h;
         zero.push_back(us(map[head * walks + g][gp::kTraceItem], origin));
         if (g > 0) identity.push_back(us(map[head * walks + groups - 1 + g][gp::kTraceItem], origin));
+        map_entry.push_back(us(map[head * walks + g][gp::kTraceEntry], origin));
+        if (g > 0) map_entry.push_back(us(map[head * walks + groups - 1 + g][gp::kTraceEntry], origin));
       }
       std::printf("%s[%.1f, %.1f]", g ? ", " : "", median(zero),
                   identity.empty() ? 0.0 : median(identity));
+      last_zero.push_back(*std::max_element(zero.begin(), zero.end()));
+      last_identity.push_back(identity.empty() ? 0.0 : *std::max_element(identity.begin(), identity.end()));
     }
+    std::printf("],\n     \"walks_last\": [");
+    for (int g = 0; g < groups; ++g)
+      std::printf("%s[%.1f, %.1f]", g ? ", " : "", last_zero[g], last_identity[g]);
+    std::sort(map_entry.begin(), map_entry.end());
+    std::printf("],\n     \"map_entry\": [%.1f, %.1f, %.1f", map_entry.front(), median(map_entry),
+                map_entry.back());
     std::vector<double> entry;
     std::vector<std::vector<double>> steps(groups - 1);
     for (int h = 0; h < gp::kVHeads; ++h)
@@ -104,6 +120,17 @@ void print_call(const Case& c, int groups, int64_t tiles, const Marks& map, cons
     for (int st = 0; st < groups - 1; ++st)
       std::printf("%s[%.1f, %.1f]", st ? ", " : "", median(steps[st]),
                   *std::max_element(steps[st].begin(), steps[st].end()));
+    // Per head: its scan CTAs' last entry and last end of the last step.
+    std::printf("],\n     \"scan_heads\": [");
+    for (int h = 0; h < gp::kVHeads; ++h) {
+      double in = -1.0, done = -1.0;
+      for (int k = 0; k < gp::kScanCtasPerHead; ++k) {
+        const int64_t cta = (s * gp::kVHeads + h) * gp::kScanCtasPerHead + k;
+        in = std::max(in, us(scan[cta][0], origin));
+        if (groups < gp::kTraceScanMarks) done = std::max(done, us(scan[cta][groups], origin));
+      }
+      std::printf("%s[%.1f, %.1f]", h ? ", " : "", in, done);
+    }
     // Each correction CTA's start (inputs ready) and end, per group: the group's span, and each
     // CTA's own time, which tells a group's work from its CTAs' starts spread out.
     std::vector<std::vector<std::pair<double, double>>> ctas(groups);
@@ -216,7 +243,9 @@ int main() {
     std::printf("}%s\n", ci + 1 < cases.size() ? "," : "");
   }
   std::printf("], \"format\": \"walks[g] = [zero walk, identity walk] flag set (median over "
-              "heads); scan_entry = [first, median, last]; scan_steps[s] = [median, last] step "
+              "heads); walks_last[g] = the same, last head; map_entry = [first, median, last]; "
+              "scan_heads[h] = [last entry, last step end] of head h's scan CTAs; "
+              "scan_entry = [first, median, last]; scan_steps[s] = [median, last] step "
               "end; correction[g] = [first start, last end]; correction_ctas[g - 1] = [median "
               "start, last start, median time, longest time] of its CTAs; "
               "untraced_correction_ctas: correction CTAs past the first kTraceCtas, which leave "
