@@ -15,6 +15,9 @@
 //   correction[g]   [first start, last end] of group g's correction CTAs
 //   correction_ctas[g - 1]  [median start, last start, median time, longest time] of those
 //                   CTAs, a CTA's time from its start to its end
+// and where the folder's trace.cuh records each CTA's SM (GDN_TRACE_HAS_SMID):
+//   map_ctas        [head, walk, SM, flag set] of each map CTA of the sequence
+//   scan_ctas       [head, CTA of the head, SM, entry, last step's end] of each scan CTA
 // Prints one JSON object.
 #include <cuda_runtime.h>
 
@@ -72,7 +75,7 @@ int64_t correct_cta(const Case& c, int64_t s, int g, int h, int64_t t, int group
 
 /// One call's marks as JSON, per sequence.
 void print_call(const Case& c, int groups, int64_t tiles, const Marks& map, const ScanMarks& scan,
-                const CorrectMarks& corr) {
+                const CorrectMarks& corr, const uint32_t* map_smid, const uint32_t* scan_smid) {
   const int64_t seqs = static_cast<int64_t>(c.lengths.size()), heads = seqs * gp::kVHeads;
   const int walks = 2 * groups - 1;
   uint64_t origin = ~uint64_t{0};
@@ -157,7 +160,27 @@ void print_call(const Case& c, int groups, int64_t tiles, const Marks& map, cons
       std::printf("%s[%.1f, %.1f, %.2f, %.2f]", g > 1 ? ", " : "", median(start), start.back(),
                   median(took), *std::max_element(took.begin(), took.end()));
     }
-    std::printf("]}");
+    std::printf("]");
+    if (map_smid && scan_smid) {
+      // Each CTA of the sequence: its SM and times, to tell a slow walk's SM from the rest.
+      std::printf(",\n     \"map_ctas\": [");
+      for (int h = 0; h < gp::kVHeads; ++h)
+        for (int w = 0; w < walks; ++w) {
+          const int64_t cta = (s * gp::kVHeads + h) * walks + w;
+          std::printf("%s[%d, %d, %u, %.1f]", h || w ? ", " : "", h, w, map_smid[cta],
+                      us(map[cta][gp::kTraceItem], origin));
+        }
+      std::printf("],\n     \"scan_ctas\": [");
+      for (int h = 0; h < gp::kVHeads; ++h)
+        for (int k = 0; k < gp::kScanCtasPerHead; ++k) {
+          const int64_t cta = (s * gp::kVHeads + h) * gp::kScanCtasPerHead + k;
+          std::printf("%s[%d, %d, %u, %.1f, %.1f]", h || k ? ", " : "", h, k, scan_smid[cta],
+                      us(scan[cta][0], origin),
+                      groups < gp::kTraceScanMarks ? us(scan[cta][groups], origin) : -1.0);
+        }
+      std::printf("]");
+    }
+    std::printf("}");
   }
   std::printf("]");
 }
@@ -192,6 +215,9 @@ int main() {
   static Marks map[kReps];
   static ScanMarks scan[kReps];
   static CorrectMarks corr[kReps];
+#if defined(GDN_TRACE_HAS_SMID)
+  static uint32_t map_smid[kReps][gp::kTraceCtas], scan_smid[kReps][gp::kTraceCtas];
+#endif
 
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, 0);
@@ -220,6 +246,10 @@ int main() {
       cudaMemcpyFromSymbol(map[rep], gp::g_trace, sizeof(Marks));
       cudaMemcpyFromSymbol(scan[rep], gp::g_trace_scan, sizeof(ScanMarks));
       cudaMemcpyFromSymbol(corr[rep], gp::g_trace_correct, sizeof(CorrectMarks));
+#if defined(GDN_TRACE_HAS_SMID)
+      cudaMemcpyFromSymbol(map_smid[rep], gp::g_trace_smid, sizeof(map_smid[rep]));
+      cudaMemcpyFromSymbol(scan_smid[rep], gp::g_trace_scan_smid, sizeof(scan_smid[rep]));
+#endif
     }
     std::vector<double> sorted = span;
     std::sort(sorted.begin(), sorted.end());
@@ -237,7 +267,11 @@ int main() {
                 "\"untraced_correction_ctas\": %lld,\n",
                 c.name, groups, span[rep], static_cast<long long>(untraced));
     if (groups >= 2)
-      print_call(c, groups, tiles, map[rep], scan[rep], corr[rep]);
+#if defined(GDN_TRACE_HAS_SMID)
+      print_call(c, groups, tiles, map[rep], scan[rep], corr[rep], map_smid[rep], scan_smid[rep]);
+#else
+      print_call(c, groups, tiles, map[rep], scan[rep], corr[rep], nullptr, nullptr);
+#endif
     else
       std::printf("   \"sequences\": []");
     std::printf("}%s\n", ci + 1 < cases.size() ? "," : "");

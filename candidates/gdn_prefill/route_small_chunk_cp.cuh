@@ -141,7 +141,8 @@ cudaError_t launch_small_chunk_cp(const PrefillArgs& args, float* workspace, int
   if (map_ctas > 0x7fffffff || correct_ctas > 0x7fffffff) return cudaErrorInvalidConfiguration;
   small_cp_map_kernel<kRowWarps, kProducers>
       <<<static_cast<unsigned>(map_ctas), Roles::kThreads, bytes, stream>>>(args, space);
-  // The scan launched while the map pass runs, each step waiting for its group's walks.
+  // The scan launched while the map pass runs (SMALL_CP_SCAN_EARLY), each step waiting for its
+  // group's walks.
   cudaLaunchAttribute early{};
   early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   early.val.programmaticStreamSerializationAllowed = 1;
@@ -151,7 +152,7 @@ cudaError_t launch_small_chunk_cp(const PrefillArgs& args, float* workspace, int
   scan.dynamicSmemBytes = scan_bytes;
   scan.stream = stream;
   scan.attrs = &early;
-  scan.numAttrs = 1;
+  scan.numAttrs = kSmallCpScanEarly ? 1 : 0;
   if (e = cudaGetLastError(); e != cudaSuccess) return e;
   e = cudaLaunchKernelEx(&scan, small_cp_scan_kernel, space, args.new_state);
   if (e != cudaSuccess || correct_ctas == 0) return e;

@@ -24,11 +24,23 @@ constexpr int kTraceCtas = 4096;
 #if defined(GDN_TRACE)
 __device__ uint64_t g_trace[kTraceCtas][kTracePhases];
 
+// The SM each CTA ran on (%smid, stored at its entry mark), so that a timeline can tell
+// whether CTAs that ran slower shared an SM pair or a scan's neighbourhood.
+#define GDN_TRACE_HAS_SMID 1
+__device__ uint32_t g_trace_smid[kTraceCtas];
+__device__ uint32_t g_trace_scan_smid[kTraceCtas];
+__device__ __forceinline__ uint32_t trace_smid() {
+  uint32_t id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  return id;
+}
+
 __device__ __forceinline__ void trace(TracePhase phase) {
   if (threadIdx.x % 32 != 0 || blockIdx.x >= kTraceCtas) return;
   uint64_t now;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now)::"memory");
   g_trace[blockIdx.x][phase] = now;
+  if (phase == kTraceEntry) g_trace_smid[blockIdx.x] = trace_smid();
 }
 // The context-parallel route's scan and correction, thread 0 of each CTA: the scan's entry, its
 // groups 0 and 1 seen, then the end of each step; the correction's start (entry state and walks
@@ -43,8 +55,10 @@ __device__ __forceinline__ void trace_at(uint64_t* slot) {
   *slot = now;
 }
 __device__ __forceinline__ void trace_scan(int mark) {
-  if (threadIdx.x == 0 && blockIdx.x < kTraceCtas && mark < kTraceScanMarks)
+  if (threadIdx.x == 0 && blockIdx.x < kTraceCtas && mark < kTraceScanMarks) {
     trace_at(&g_trace_scan[blockIdx.x][mark]);
+    if (mark == 0) g_trace_scan_smid[blockIdx.x] = trace_smid();
+  }
 }
 __device__ __forceinline__ void trace_correct(int mark) {
   if (threadIdx.x == 0 && blockIdx.x < kTraceCtas) trace_at(&g_trace_correct[blockIdx.x][mark]);

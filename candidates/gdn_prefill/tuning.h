@@ -21,7 +21,8 @@
     !defined(SMALL_CORRECT_ONE_TRIP) || !defined(SMALL_SCAN_MAP_BUFFERS) || \
     !defined(SMALL_CORRECT_TOKENS) || !defined(SMALL_CORRECT_SHORT_FIRST) || \
     !defined(SMALL_CORRECT_PRESPLIT) || !defined(SMALL_CORRECT_FINE_TOKENS) || \
-    !defined(SMALL_CORRECT_FINE_MAX_GROUP_TOKENS) || !defined(SMALL_CORRECT_MIN_SMEM)
+    !defined(SMALL_CORRECT_FINE_MAX_GROUP_TOKENS) || !defined(SMALL_CORRECT_MIN_SMEM) || \
+    !defined(SMALL_CP_SCAN_EARLY)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
 
@@ -202,6 +203,12 @@ constexpr bool kSmallCorrectPresplit = SMALL_CORRECT_PRESPLIT != 0;
 // a correction competes with the scan's steps once its entry state is ready; padding the request
 // keeps it off the scan's SMs.
 constexpr int kSmallCorrectMinSmem = SMALL_CORRECT_MIN_SMEM;
+// The context-parallel scan launched while the map pass runs (1: a programmatic dependent launch,
+// its CTAs resident from the map pass's start on the SMs the walks leave free, polling for the
+// groups' walks) or after it (0: an ordinary launch; no scan CTA beside the walks). A diagnostic:
+// at two sequences some heads' walks end 10-15 us after the median head's, and 0 tells whether
+// the scan's resident CTAs are the cause.
+constexpr bool kSmallCpScanEarly = SMALL_CP_SCAN_EARLY != 0;
 // The context-parallel scan's shared-memory buffers for the maps it copies in
 // (small_chunk_scan.cuh; a map and its remainders take one each): 2, the next step's remainders
 // copied once this step's products that read them are done and its map after the rest; 3 (224 KB, a
