@@ -64,6 +64,35 @@ void run_cp(const gp::PrefillArgs& args, int groups, CtaEmulator::Order order) {
            [&] { gp::small_cp_correct_kernel(args, space, tiles); });
 }
 
+#if defined(GDN_MAP_CTA_OF)
+// The map pass's CTA order (small_cp_map_cta): a bijection onto (head, walk index) with
+// small_cp_map_cta_of its inverse, and by walk kind every consecutive pair of CTAs (the two SMs of
+// a TPC) runs one kind of walk.
+TEST(SmallCpMapOrder, BijectionAndPairsOfOneKind) {
+  for (std::int64_t seqs : {1, 2, 3, 5})
+    for (int groups = 2; groups <= 9; ++groups) {
+      const std::int64_t heads = seqs * gp::kVHeads, ctas = heads * gp::small_cp_map_walks(groups);
+      std::vector<int> seen(static_cast<std::size_t>(ctas), 0);
+      const auto kind = [&](int index) { return index == 0 ? 0 : index < groups ? 1 : 2; };
+      for (std::int64_t cta = 0; cta < ctas; ++cta) {
+        const gp::MapCta who = gp::small_cp_map_cta(cta, heads, groups);
+        ASSERT_GE(who.head, 0);
+        ASSERT_LT(who.head, heads);
+        ASSERT_GE(who.index, 0);
+        ASSERT_LT(who.index, gp::small_cp_map_walks(groups));
+        ASSERT_EQ(gp::small_cp_map_cta_of(who.head, who.index, heads, groups), cta);
+        ++seen[static_cast<std::size_t>(who.head * gp::small_cp_map_walks(groups) + who.index)];
+        if (gp::kSmallCpMapByKind && cta % 2 == 1) {
+          EXPECT_EQ(kind(who.index), kind(gp::small_cp_map_cta(cta - 1, heads, groups).index))
+              << "CTAs " << cta - 1 << " and " << cta << " at " << seqs << " sequences, " << groups
+              << " groups";
+        }
+      }
+      for (int n : seen) ASSERT_EQ(n, 1);
+    }
+}
+#endif
+
 OutputSet run_cp_call(const Call& c, int groups, CtaEmulator::Order order) {
   OutputSet out = test::poisoned_outputs(c);
   run_cp(test::prefill_args(c.inputs, out), groups, order);

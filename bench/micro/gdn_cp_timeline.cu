@@ -73,6 +73,17 @@ int64_t correct_cta(const Case& c, int64_t s, int g, int h, int64_t t, int group
 #endif
 }
 
+/// The map CTA of (head, walk index): the folder's order where it names one (small_cp_map_cta_of),
+/// else head-major.
+int64_t map_cta(int64_t head, int index, int64_t heads, int groups) {
+#if defined(GDN_MAP_CTA_OF)
+  return gp::small_cp_map_cta_of(head, index, heads, groups);
+#else
+  (void)heads;
+  return head * (2 * groups - 1) + index;
+#endif
+}
+
 /// One call's marks as JSON, per sequence.
 void print_call(const Case& c, int groups, int64_t tiles, const Marks& map, const ScanMarks& scan,
                 const CorrectMarks& corr, const uint32_t* map_smid, const uint32_t* scan_smid) {
@@ -92,10 +103,13 @@ void print_call(const Case& c, int groups, int64_t tiles, const Marks& map, cons
       std::vector<double> zero, identity;
       for (int h = 0; h < gp::kVHeads; ++h) {
         const int64_t head = s * gp::kVHeads + h;
-        zero.push_back(us(map[head * walks + g][gp::kTraceItem], origin));
-        if (g > 0) identity.push_back(us(map[head * walks + groups - 1 + g][gp::kTraceItem], origin));
-        map_entry.push_back(us(map[head * walks + g][gp::kTraceEntry], origin));
-        if (g > 0) map_entry.push_back(us(map[head * walks + groups - 1 + g][gp::kTraceEntry], origin));
+        zero.push_back(us(map[map_cta(head, g, heads, groups)][gp::kTraceItem], origin));
+        if (g > 0)
+          identity.push_back(us(map[map_cta(head, groups - 1 + g, heads, groups)][gp::kTraceItem], origin));
+        map_entry.push_back(us(map[map_cta(head, g, heads, groups)][gp::kTraceEntry], origin));
+        if (g > 0)
+          map_entry.push_back(
+              us(map[map_cta(head, groups - 1 + g, heads, groups)][gp::kTraceEntry], origin));
       }
       std::printf("%s[%.1f, %.1f]", g ? ", " : "", median(zero),
                   identity.empty() ? 0.0 : median(identity));
@@ -166,7 +180,7 @@ void print_call(const Case& c, int groups, int64_t tiles, const Marks& map, cons
       std::printf(",\n     \"map_ctas\": [");
       for (int h = 0; h < gp::kVHeads; ++h)
         for (int w = 0; w < walks; ++w) {
-          const int64_t cta = (s * gp::kVHeads + h) * walks + w;
+          const int64_t cta = map_cta(s * gp::kVHeads + h, w, heads, groups);
           std::printf("%s[%d, %d, %u, %.1f]", h || w ? ", " : "", h, w, map_smid[cta],
                       us(map[cta][gp::kTraceItem], origin));
         }

@@ -36,7 +36,41 @@ namespace khk::gdn_prefill {
 /// The map pass's walks per (sequence, head): group 0, then the B_g, then the A_g.
 __host__ __device__ constexpr int small_cp_map_walks(int groups) { return 2 * groups - 1; }
 
-/// The map pass: CTA (head, walk, tile) in that order, tile fastest.
+/// A map CTA's (head, walk index), from its index in the grid of heads * walks CTAs. By walk kind
+/// (SMALL_CP_MAP_BY_KIND): every head's group-0 walk, then every head's B_g walks (g = 1 ..
+/// groups - 1), then the A_g walks, each block head-major; else head-major, a head's walks in
+/// order. The three kinds are three instantiations of the walk, and the hardware hands a grid's
+/// CTAs to the two SMs of a TPC in consecutive pairs: head-major with an odd number of walks per
+/// head puts two kinds on one TPC, and on one H100 such pairs ran their walks 10-15 % slower than
+/// pairs of one kind (2026-12-07, the timeline's map_ctas). Each kind's block has an even count
+/// (8 heads per sequence), so by kind every consecutive pair is one kind.
+struct MapCta {
+  int64_t head;
+  int index;
+};
+__host__ __device__ inline MapCta small_cp_map_cta(int64_t cta, int64_t heads, int groups) {
+  const int walks = small_cp_map_walks(groups);
+  if (!kSmallCpMapByKind) return {cta / walks, static_cast<int>(cta % walks)};
+  const int per_kind = groups - 1;  // B_g (and A_g) walks per head
+  if (cta < heads) return {cta, 0};
+  const int64_t r = cta - heads;
+  if (r < heads * per_kind) return {r / per_kind, 1 + static_cast<int>(r % per_kind)};
+  const int64_t q = r - heads * per_kind;
+  return {q / per_kind, groups + static_cast<int>(q % per_kind)};
+}
+/// Its inverse: the grid index of (head, walk index); bench/micro/gdn_cp_timeline.cu reads the
+/// marks through it.
+#define GDN_MAP_CTA_OF 1
+__host__ __device__ inline int64_t small_cp_map_cta_of(int64_t head, int index, int64_t heads,
+                                                        int groups) {
+  if (!kSmallCpMapByKind) return head * small_cp_map_walks(groups) + index;
+  const int per_kind = groups - 1;
+  if (index == 0) return head;
+  if (index < groups) return heads + head * per_kind + (index - 1);
+  return heads + heads * per_kind + head * per_kind + (index - groups);
+}
+
+/// The map pass: CTA (head, walk) in the order of small_cp_map_cta.
 template <int kRowWarps, int kProducers>
 __global__ void __launch_bounds__(SmallRoles<kRowWarps, kProducers>::kThreads)
     small_cp_map_kernel(PrefillArgs args, SmallGroupSpace space) {
@@ -44,15 +78,15 @@ __global__ void __launch_bounds__(SmallRoles<kRowWarps, kProducers>::kThreads)
   constexpr int kRows = Roles::kRows, kThreads = Roles::kThreads;
   extern __shared__ __align__(16) unsigned char smem[];
   if (threadIdx.x == 0) trace(kTraceEntry);
-  const int walks = small_cp_map_walks(space.groups);
+  static_assert(Roles::kTilesPerHead == 1, "one CTA per walk: its flag is the CTA's");
   const int64_t cta = blockIdx.x;
-  const int64_t rest = cta / Roles::kTilesPerHead;
-  const int index = static_cast<int>(rest % walks);
-  const int64_t head = rest / walks;  // sequence * 8 + h
+  const MapCta who = small_cp_map_cta(cta, args.num_seqs * kVHeads, space.groups);
+  const int index = who.index;
+  const int64_t head = who.head;  // sequence * 8 + h
   const int64_t seq = head / kVHeads;
   SmallWalk walk;
   walk.h = static_cast<int>(head % kVHeads);
-  walk.row0 = static_cast<int>(cta % Roles::kTilesPerHead) * kRows;
+  walk.row0 = 0;  // one CTA per walk: all 128 value rows
   const int64_t begin = args.cu_seqlens[seq], end = args.cu_seqlens[seq + 1];
   const int64_t length = end > begin ? end - begin : 0;
   const int group = index < space.groups ? index : index - (space.groups - 1);
@@ -79,7 +113,6 @@ __global__ void __launch_bounds__(SmallRoles<kRowWarps, kProducers>::kThreads)
   }
   // This walk's flag is zeroed before the scan and the correction may launch (the dependents
   // of this grid launch once every CTA has passed launch_dependents below, after this fence).
-  static_assert(Roles::kTilesPerHead == 1, "one CTA per walk: its flag is the CTA's");
   // B_g's walk zeroes E_g's counter too: the scan counts its CTAs' rows of E_g from zero.
   int* done = space.walk_done(head, index);
   if (threadIdx.x == 0) {

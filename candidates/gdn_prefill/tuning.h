@@ -22,7 +22,7 @@
     !defined(SMALL_CORRECT_TOKENS) || !defined(SMALL_CORRECT_SHORT_FIRST) || \
     !defined(SMALL_CORRECT_PRESPLIT) || !defined(SMALL_CORRECT_FINE_TOKENS) || \
     !defined(SMALL_CORRECT_FINE_MAX_GROUP_TOKENS) || !defined(SMALL_CORRECT_MIN_SMEM) || \
-    !defined(SMALL_CP_SCAN_EARLY)
+    !defined(SMALL_CP_SCAN_EARLY) || !defined(SMALL_CP_MAP_BY_KIND)
 #error "compile with the [params] of kernels/gdn_prefill/candidate.toml (-DMIN_CTAS=... etc.)"
 #endif
 
@@ -210,6 +210,11 @@ constexpr int kSmallCorrectMinSmem = SMALL_CORRECT_MIN_SMEM;
 // at two sequences some heads' walks end 10-15 us after the median head's, and 0 tells whether
 // the scan's resident CTAs are the cause.
 constexpr bool kSmallCpScanEarly = SMALL_CP_SCAN_EARLY != 0;
+// The map pass's CTAs ordered by walk kind (1: every head's group-0 walk, then the B_g walks, then
+// the A_g walks) or head-major (0). The kinds are three instantiations of the walk, and CTAs land
+// on a TPC's two SMs in consecutive pairs: two kinds on one TPC ran 10-15 % slower on one H100
+// (route_small_chunk_cp.cuh, small_cp_map_cta).
+constexpr bool kSmallCpMapByKind = SMALL_CP_MAP_BY_KIND != 0;
 // The context-parallel scan's shared-memory buffers for the maps it copies in
 // (small_chunk_scan.cuh; a map and its remainders take one each): 2, the next step's remainders
 // copied once this step's products that read them are done and its map after the rest; 3 (224 KB, a
