@@ -41,9 +41,10 @@ __host__ __device__ constexpr int small_cp_map_walks(int groups) { return 2 * gr
 /// groups - 1), then the A_g walks, each block head-major; else head-major, a head's walks in
 /// order. The three kinds are three instantiations of the walk, and the hardware hands a grid's
 /// CTAs to the two SMs of a TPC in consecutive pairs: head-major with an odd number of walks per
-/// head puts two kinds on one TPC, and on one H100 such pairs ran their walks 10-15 % slower than
-/// pairs of one kind (2026-12-07, the timeline's map_ctas). Each kind's block has an even count
-/// (8 heads per sequence), so by kind every consecutive pair is one kind.
+/// head puts two kinds on one TPC, and on one H100 such pairs ended their walks 3 us later on
+/// average and up to 16 us (of ~100) at 5709 x 2 than pairs of one kind (2026-12-07, the
+/// timeline's map_ctas). Each kind's block has an even count (8 heads per sequence), so by kind
+/// every consecutive pair is one kind.
 struct MapCta {
   int64_t head;
   int index;

@@ -212,8 +212,8 @@ constexpr int kSmallCorrectMinSmem = SMALL_CORRECT_MIN_SMEM;
 constexpr bool kSmallCpScanEarly = SMALL_CP_SCAN_EARLY != 0;
 // The map pass's CTAs ordered by walk kind (1: every head's group-0 walk, then the B_g walks, then
 // the A_g walks) or head-major (0). The kinds are three instantiations of the walk, and CTAs land
-// on a TPC's two SMs in consecutive pairs: two kinds on one TPC ran 10-15 % slower on one H100
-// (route_small_chunk_cp.cuh, small_cp_map_cta).
+// on a TPC's two SMs in consecutive pairs: two kinds on one TPC ended their walks up to 16 us (of
+// ~100) late on one H100 at two sequences (route_small_chunk_cp.cuh, small_cp_map_cta).
 constexpr bool kSmallCpMapByKind = SMALL_CP_MAP_BY_KIND != 0;
 // The context-parallel scan's shared-memory buffers for the maps it copies in
 // (small_chunk_scan.cuh; a map and its remainders take one each): 2, the next step's remainders
