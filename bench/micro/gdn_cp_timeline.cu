@@ -80,7 +80,7 @@ int64_t map_cta(int64_t head, int index, int64_t heads, int groups) {
   return gp::small_cp_map_cta_of(head, index, heads, groups);
 #else
   (void)heads;
-  return head * (2 * groups - 1) + index;
+  return head * gp::small_cp_map_walks(groups) + index;
 #endif
 }
 
@@ -88,7 +88,7 @@ int64_t map_cta(int64_t head, int index, int64_t heads, int groups) {
 void print_call(const Case& c, int groups, int64_t tiles, const Marks& map, const ScanMarks& scan,
                 const CorrectMarks& corr, const uint32_t* map_smid, const uint32_t* scan_smid) {
   const int64_t seqs = static_cast<int64_t>(c.lengths.size()), heads = seqs * gp::kVHeads;
-  const int walks = 2 * groups - 1;
+  const int walks = gp::small_cp_map_walks(groups);
   uint64_t origin = ~uint64_t{0};
   for (int64_t i = 0; i < heads * walks; ++i)
     if (map[i][gp::kTraceEntry]) origin = std::min(origin, map[i][gp::kTraceEntry]);
@@ -103,13 +103,14 @@ void print_call(const Case& c, int groups, int64_t tiles, const Marks& map, cons
       std::vector<double> zero, identity;
       for (int h = 0; h < gp::kVHeads; ++h) {
         const int64_t head = s * gp::kVHeads + h;
-        zero.push_back(us(map[map_cta(head, g, heads, groups)][gp::kTraceItem], origin));
-        if (g > 0)
-          identity.push_back(us(map[map_cta(head, groups - 1 + g, heads, groups)][gp::kTraceItem], origin));
-        map_entry.push_back(us(map[map_cta(head, g, heads, groups)][gp::kTraceEntry], origin));
-        if (g > 0)
-          map_entry.push_back(
-              us(map[map_cta(head, groups - 1 + g, heads, groups)][gp::kTraceEntry], origin));
+        const int64_t z = map_cta(head, g, heads, groups);
+        zero.push_back(us(map[z][gp::kTraceItem], origin));
+        map_entry.push_back(us(map[z][gp::kTraceEntry], origin));
+        if (g > 0) {
+          const int64_t a = map_cta(head, groups - 1 + g, heads, groups);
+          identity.push_back(us(map[a][gp::kTraceItem], origin));
+          map_entry.push_back(us(map[a][gp::kTraceEntry], origin));
+        }
       }
       std::printf("%s[%.1f, %.1f]", g ? ", " : "", median(zero),
                   identity.empty() ? 0.0 : median(identity));

@@ -206,9 +206,9 @@ constexpr bool kSmallCorrectPresplit = SMALL_CORRECT_PRESPLIT != 0;
 constexpr int kSmallCorrectMinSmem = SMALL_CORRECT_MIN_SMEM;
 // The context-parallel scan launched while the map pass runs (1: a programmatic dependent launch,
 // its CTAs resident from the map pass's start on the SMs the walks leave free, polling for the
-// groups' walks) or after it (0: an ordinary launch; no scan CTA beside the walks). A diagnostic:
-// at two sequences some heads' walks end 10-15 us after the median head's, and 0 tells whether
-// the scan's resident CTAs are the cause.
+// groups' walks) or after it (0: an ordinary launch; no scan CTA beside the walks). A diagnostic,
+// measured on one H100 (2026-12-07): at 0 the two-sequence calls' late walks stay late, and the
+// late scan costs 0.956x over the context-parallel-sized workloads.
 constexpr bool kSmallCpScanEarly = SMALL_CP_SCAN_EARLY != 0;
 // The map pass's CTAs ordered by walk kind (1: every head's group-0 walk, then the B_g walks, then
 // the A_g walks) or head-major (0). The kinds are three instantiations of the walk, and CTAs land
